@@ -1,0 +1,1 @@
+"""The `metaquorum` command line: one module per subcommand family, registered in `main`."""
