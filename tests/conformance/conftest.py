@@ -1,0 +1,51 @@
+"""Conformance tier: Apache Kafka's published jars (version pinned in KAFKA_VERSION) as oracles.
+
+Fixtures here resolve the jars once per session through scripts/kafka-jars.sh (cached under
+~/.cache/metaquorum/) and run Kafka's own classes in a JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kafka_version() -> str:
+    return (ROOT / "KAFKA_VERSION").read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def kafka_lib() -> Path:
+    """Directory holding Kafka's jars and their runtime dependencies."""
+    if shutil.which("java") is None:
+        pytest.fail("java is not installed: the conformance tier needs a JDK (apt-get install openjdk-17-jdk-headless)")
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "kafka-jars.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KAFKA_VERSION": kafka_version()},
+    )
+    lib = Path(out.stdout.strip().splitlines()[-1])
+    assert any(lib.glob("kafka-clients-*.jar")), f"no kafka-clients jar in {lib}"
+    return lib
+
+
+@pytest.fixture(scope="session")
+def kafka_classpath(kafka_lib: Path) -> str:
+    return str(kafka_lib / "*")
+
+
+def run_kafka_class(
+    classpath: str, main_class: str, args: Sequence[str], *, timeout: float = 120.0, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's main classes (a JVM per call: ~1.5 s; use sparingly)."""
+    cmd = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath, main_class, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check)
