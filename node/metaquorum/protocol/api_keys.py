@@ -1,0 +1,99 @@
+"""Kafka API keys used by KRaft, their version ranges, and which header version each uses.
+
+Role: `ApiKeys` names the RPCs a KRaft quorum speaks (numbers as Kafka has them), `API_VERSIONS`
+records the version range and first flexible version Kafka 4.3.1 declares for each (checked
+against our schemas and Kafka's jar by tests), and the two header helpers apply Kafka's rule:
+
+- a request in a flexible version uses request header v2, otherwise v1;
+- a response in a flexible version uses response header v1, otherwise v0;
+- except ApiVersions responses, which always use response header v0 (KIP-511), so that a client
+  can parse the answer whatever version it asked for.
+
+Invariant: an api key or version outside these tables raises `ProtocolError`.
+KIP-482 (flexible versions, header versions), KIP-511, KIP-595 (the raft RPCs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from metaquorum.protocol.errors import ProtocolError
+
+
+class ApiKeys(IntEnum):
+    FETCH = 1
+    API_VERSIONS = 18
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionRange:
+    lowest: int
+    highest: int
+    first_flexible: int  # lowest flexible version
+
+    def is_flexible(self, version: int) -> bool:
+        return version >= self.first_flexible
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.lowest <= version <= self.highest
+
+
+# Kafka 4.3.1's validVersions / flexibleVersions for each API (request and response agree).
+API_VERSIONS: dict[ApiKeys, ApiVersionRange] = {
+    ApiKeys.FETCH: ApiVersionRange(4, 18, 12),
+    ApiKeys.API_VERSIONS: ApiVersionRange(0, 4, 3),
+    ApiKeys.VOTE: ApiVersionRange(0, 2, 0),
+    ApiKeys.BEGIN_QUORUM_EPOCH: ApiVersionRange(0, 1, 1),
+    ApiKeys.END_QUORUM_EPOCH: ApiVersionRange(0, 1, 1),
+    ApiKeys.DESCRIBE_QUORUM: ApiVersionRange(0, 2, 0),
+    ApiKeys.FETCH_SNAPSHOT: ApiVersionRange(0, 1, 0),
+    ApiKeys.DESCRIBE_CLUSTER: ApiVersionRange(0, 2, 0),
+    ApiKeys.ADD_RAFT_VOTER: ApiVersionRange(0, 1, 0),
+    ApiKeys.REMOVE_RAFT_VOTER: ApiVersionRange(0, 0, 0),
+    ApiKeys.UPDATE_RAFT_VOTER: ApiVersionRange(0, 0, 0),
+}
+
+
+def api_key_of(code: int) -> ApiKeys:
+    """The ApiKeys member for a wire api key; ProtocolError if we do not speak it."""
+    try:
+        return ApiKeys(code)
+    except ValueError:
+        raise ProtocolError(f"unknown or unsupported api key {code}") from None
+
+
+def version_range(api_key: int) -> ApiVersionRange:
+    return API_VERSIONS[api_key_of(api_key)]
+
+
+def check_version(api_key: int, api_version: int) -> ApiVersionRange:
+    rng = version_range(api_key)
+    if api_version not in rng:
+        raise ProtocolError(
+            f"unsupported version {api_version} of {api_key_of(api_key).name} "
+            f"(Kafka 4.3.1 supports {rng.lowest}-{rng.highest})"
+        )
+    return rng
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """2 for a flexible request version, else 1 (request header v0 is gone in Kafka 4)."""
+    return 2 if check_version(api_key, api_version).is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """1 for a flexible response version, else 0; ApiVersions responses always use 0."""
+    rng = check_version(api_key, api_version)
+    if api_key == ApiKeys.API_VERSIONS:
+        return 0
+    return 1 if rng.is_flexible(api_version) else 0

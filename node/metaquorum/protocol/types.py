@@ -1,0 +1,434 @@
+"""Primitive types of the Kafka wire format: fixed-width ints, varints, strings, bytes, Uuid.
+
+Role: the building blocks every message codec (generated or hand-written) uses.
+- `ByteReader` is a bounds-checked cursor over bytes/bytearray/memoryview. Every read checks
+  the remaining length first, so a decoder sees `ProtocolError` and never IndexError,
+  struct.error or UnicodeDecodeError.
+- Writers are plain functions appending to a `bytearray` (fast, no wrapper objects), plus
+  pre-bound `struct` packers for the fixed-width types.
+- `Uuid` mirrors `org.apache.kafka.common.Uuid`: two signed int64 halves, text form URL-safe
+  base64 without padding (22 chars), ZERO / ONE (= METADATA_TOPIC_ID) reserved.
+
+Encodings (Kafka `protocol/types/Type.java`, `ByteUtils.java`; KIP-482 for compact forms):
+int8..int64 big-endian two's complement; uint16 big-endian; bool one byte (non-zero = true);
+float64 IEEE-754 big-endian; STRING int16 length (-1 = null if nullable); COMPACT_STRING unsigned
+varint N+1 (0 = null); BYTES int32 length (-1 = null); COMPACT_BYTES unsigned varint N+1;
+ARRAY int32 count (-1 = null); COMPACT_ARRAY unsigned varint N+1; unsigned varint = LEB128 of
+the 32-bit value, at most 5 bytes; varint/varlong = ZigZag then LEB128 (records only).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import random as _random
+import struct
+from dataclasses import dataclass
+from typing import ClassVar
+
+from metaquorum.protocol.errors import ProtocolError
+
+Buffer = bytes | bytearray | memoryview
+
+INT8 = struct.Struct(">b")
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+UINT16 = struct.Struct(">H")
+UINT32 = struct.Struct(">I")
+FLOAT64 = struct.Struct(">d")
+UUID = struct.Struct(">qq")
+
+pack_int8 = INT8.pack
+pack_int16 = INT16.pack
+pack_int32 = INT32.pack
+pack_int64 = INT64.pack
+pack_uint16 = UINT16.pack
+pack_uint32 = UINT32.pack
+pack_float64 = FLOAT64.pack
+
+MAX_INT16_STRING = 0x7FFF
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Uuid:
+    """A 128-bit id as Kafka has it: most then least significant 64 bits, each signed."""
+
+    most_significant_bits: int
+    least_significant_bits: int
+
+    ZERO: ClassVar[Uuid]
+    ONE: ClassVar[Uuid]
+    METADATA_TOPIC_ID: ClassVar[Uuid]
+
+    @property
+    def bytes(self) -> bytes:
+        return UUID.pack(self.most_significant_bits, self.least_significant_bits)
+
+    @classmethod
+    def from_bytes(cls, data: Buffer) -> Uuid:
+        if len(data) != 16:
+            raise ProtocolError(f"a Uuid is 16 bytes, got {len(data)}")
+        msb, lsb = UUID.unpack(data)
+        return cls(msb, lsb)
+
+    def __str__(self) -> str:
+        return base64.urlsafe_b64encode(self.bytes).rstrip(b"=").decode("ascii")
+
+    def __repr__(self) -> str:
+        return f"Uuid({self})"
+
+    @classmethod
+    def from_string(cls, text: str) -> Uuid:
+        """Parse Kafka's text form (`Uuid.fromString`); raises ProtocolError if it is not one."""
+        if len(text) > 24:
+            raise ProtocolError(f"{text[:24]!r}... is too long to be a base64 Uuid (22 chars)")
+        try:
+            stripped = text.rstrip("=")
+            raw = base64.b64decode(
+                stripped + "=" * (-len(stripped) % 4), altchars=b"-_", validate=True
+            )
+        except (binascii.Error, ValueError) as exc:
+            raise ProtocolError(f"{text!r} is not a URL-safe base64 Uuid: {exc}") from None
+        if len(raw) != 16:
+            raise ProtocolError(
+                f"{text!r} decodes to {len(raw)} bytes; a Uuid is 16 (22 base64 chars)"
+            )
+        return cls.from_bytes(raw)
+
+    @classmethod
+    def random(cls, rng: _random.Random | None = None) -> Uuid:
+        """A random (version 4) Uuid that is never ZERO, ONE or starts with '-' (as Kafka's)."""
+        source = rng if rng is not None else _random.SystemRandom()
+        while True:
+            value = source.getrandbits(128)
+            value &= ~(0xF << 76)
+            value |= 0x4 << 76  # version 4
+            value &= ~(0x3 << 62)
+            value |= 0x2 << 62  # IETF variant
+            u = cls.from_bytes(value.to_bytes(16, "big"))
+            if u not in (cls.ZERO, cls.ONE) and not str(u).startswith("-"):
+                return u
+
+
+Uuid.ZERO = Uuid(0, 0)
+Uuid.ONE = Uuid(0, 1)
+Uuid.METADATA_TOPIC_ID = Uuid.ONE
+METADATA_TOPIC_ID = Uuid.ONE
+
+
+@dataclass(frozen=True, slots=True)
+class RawTaggedField:
+    """A tagged field this version does not know: kept as raw bytes and written back."""
+
+    tag: int
+    data: bytes
+
+
+class ByteReader:
+    """Bounds-checked cursor over a buffer; every failure is a ProtocolError."""
+
+    __slots__ = ("_buf", "_end", "pos")
+
+    def __init__(self, data: Buffer, offset: int = 0, end: int | None = None) -> None:
+        self._buf: Buffer = data
+        self.pos = offset
+        self._end = len(data) if end is None else end
+
+    @property
+    def remaining(self) -> int:
+        return self._end - self.pos
+
+    @property
+    def buffer(self) -> Buffer:
+        return self._buf
+
+    def _need(self, n: int, what: str) -> int:
+        pos = self.pos
+        if n < 0 or pos + n > self._end:
+            raise ProtocolError(
+                f"truncated input: {what} needs {n} bytes at offset {pos}, "
+                f"only {self._end - pos} remain"
+            )
+        self.pos = pos + n
+        return pos
+
+    def ensure_end(self, what: str) -> None:
+        if self.pos != self._end:
+            raise ProtocolError(f"{self._end - self.pos} unexpected trailing bytes after {what}")
+
+    def read_int8(self) -> int:
+        return int(INT8.unpack_from(self._buf, self._need(1, "int8"))[0])
+
+    def read_int16(self) -> int:
+        return int(INT16.unpack_from(self._buf, self._need(2, "int16"))[0])
+
+    def read_int32(self) -> int:
+        return int(INT32.unpack_from(self._buf, self._need(4, "int32"))[0])
+
+    def read_int64(self) -> int:
+        return int(INT64.unpack_from(self._buf, self._need(8, "int64"))[0])
+
+    def read_uint16(self) -> int:
+        return int(UINT16.unpack_from(self._buf, self._need(2, "uint16"))[0])
+
+    def read_uint32(self) -> int:
+        return int(UINT32.unpack_from(self._buf, self._need(4, "uint32"))[0])
+
+    def read_float64(self) -> float:
+        return float(FLOAT64.unpack_from(self._buf, self._need(8, "float64"))[0])
+
+    def read_bool(self) -> bool:
+        return self._buf[self._need(1, "bool")] != 0
+
+    def read_uuid(self) -> Uuid:
+        msb, lsb = UUID.unpack_from(self._buf, self._need(16, "uuid"))
+        return Uuid(msb, lsb)
+
+    def read_raw(self, n: int) -> bytes:
+        start = self._need(n, "bytes")
+        return bytes(self._buf[start : start + n])
+
+    def read_view(self, n: int) -> memoryview:
+        start = self._need(n, "bytes")
+        return memoryview(self._buf)[start : start + n]
+
+    def read_unsigned_varint(self) -> int:
+        """LEB128 of a 32-bit value; at most 5 bytes (Kafka `ByteUtils.readUnsignedVarint`)."""
+        buf, pos, end = self._buf, self.pos, self._end
+        value = 0
+        shift = 0
+        while True:
+            if pos >= end:
+                raise ProtocolError(f"truncated input: unterminated varint at offset {self.pos}")
+            b = buf[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift > 28:
+                raise ProtocolError(f"bad varint at offset {self.pos}: more than 5 bytes")
+        self.pos = pos
+        return value & 0xFFFFFFFF
+
+    def read_unsigned_varlong(self) -> int:
+        buf, pos, end = self._buf, self.pos, self._end
+        value = 0
+        shift = 0
+        while True:
+            if pos >= end:
+                raise ProtocolError(f"truncated input: unterminated varlong at offset {self.pos}")
+            b = buf[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                raise ProtocolError(f"bad varlong at offset {self.pos}: more than 10 bytes")
+        self.pos = pos
+        return value & 0xFFFFFFFFFFFFFFFF
+
+    def read_varint(self) -> int:
+        """ZigZag + LEB128 signed int32 (record fields)."""
+        raw = self.read_unsigned_varint()
+        return (raw >> 1) ^ -(raw & 1)
+
+    def read_varlong(self) -> int:
+        raw = self.read_unsigned_varlong()
+        return (raw >> 1) ^ -(raw & 1)
+
+    def _utf8(self, n: int, what: str) -> str:
+        start = self._need(n, what)
+        try:
+            return str(self._buf[start : start + n], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"{what} at offset {start} is not valid UTF-8: {exc}") from None
+
+    def read_string(self) -> str:
+        n = self.read_int16()
+        if n < 0:
+            raise ProtocolError(f"non-nullable string has negative length {n}")
+        return self._utf8(n, "string")
+
+    def read_nullable_string(self) -> str | None:
+        n = self.read_int16()
+        if n < 0:
+            if n != -1:
+                raise ProtocolError(f"nullable string has invalid length {n}")
+            return None
+        return self._utf8(n, "string")
+
+    def read_compact_string(self) -> str:
+        n = self.read_unsigned_varint() - 1
+        if n < 0:
+            raise ProtocolError("non-nullable compact string is null")
+        if n > MAX_INT16_STRING:
+            raise ProtocolError(f"compact string length {n} exceeds 32767")
+        return self._utf8(n, "compact string")
+
+    def read_compact_nullable_string(self) -> str | None:
+        n = self.read_unsigned_varint() - 1
+        if n < 0:
+            return None
+        if n > MAX_INT16_STRING:
+            raise ProtocolError(f"compact string length {n} exceeds 32767")
+        return self._utf8(n, "compact string")
+
+    def read_bytes(self) -> bytes:
+        n = self.read_int32()
+        if n < 0:
+            raise ProtocolError(f"non-nullable bytes has negative length {n}")
+        return self.read_raw(n)
+
+    def read_nullable_bytes(self) -> bytes | None:
+        n = self.read_int32()
+        if n < 0:
+            if n != -1:
+                raise ProtocolError(f"nullable bytes has invalid length {n}")
+            return None
+        return self.read_raw(n)
+
+    def read_compact_bytes(self) -> bytes:
+        n = self.read_unsigned_varint() - 1
+        if n < 0:
+            raise ProtocolError("non-nullable compact bytes is null")
+        return self.read_raw(n)
+
+    def read_compact_nullable_bytes(self) -> bytes | None:
+        n = self.read_unsigned_varint() - 1
+        if n < 0:
+            return None
+        return self.read_raw(n)
+
+    def read_array_length(self) -> int:
+        """int32 count, -1 = null; a count larger than the bytes left is refused."""
+        n = self.read_int32()
+        if n < -1:
+            raise ProtocolError(f"array has negative length {n}")
+        if n > self._end - self.pos:
+            raise ProtocolError(
+                f"array of {n} elements but only {self._end - self.pos} bytes remain"
+            )
+        return n
+
+    def read_compact_array_length(self) -> int:
+        """unsigned varint N+1 (0 = null), returned as N (-1 = null)."""
+        n = self.read_unsigned_varint() - 1
+        if n > self._end - self.pos:
+            raise ProtocolError(
+                f"array of {n} elements but only {self._end - self.pos} bytes remain"
+            )
+        return n
+
+    def skip(self, n: int) -> None:
+        self._need(n, "skipped bytes")
+
+
+def write_unsigned_varint(out: bytearray, value: int) -> None:
+    """Append LEB128 of `value` taken as an unsigned 32-bit number (negative ints: 5 bytes)."""
+    value &= 0xFFFFFFFF
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def write_unsigned_varlong(out: bytearray, value: int) -> None:
+    value &= 0xFFFFFFFFFFFFFFFF
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def write_varint(out: bytearray, value: int) -> None:
+    """ZigZag + LEB128 signed int32 (record fields)."""
+    if not -0x80000000 <= value <= 0x7FFFFFFF:
+        raise ProtocolError(f"varint {value} is out of int32 range")
+    write_unsigned_varint(out, (value << 1) ^ (value >> 31))
+
+
+def write_varlong(out: bytearray, value: int) -> None:
+    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        raise ProtocolError(f"varlong {value} is out of int64 range")
+    write_unsigned_varlong(out, (value << 1) ^ (value >> 63))
+
+
+def unsigned_varint_size(value: int) -> int:
+    value &= 0xFFFFFFFF
+    size = 1
+    while value > 0x7F:
+        value >>= 7
+        size += 1
+    return size
+
+
+def _utf8(value: str, what: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ProtocolError(f"{what} cannot be encoded as UTF-8: {exc}") from None
+
+
+def write_string(out: bytearray, value: str) -> None:
+    data = _utf8(value, "string")
+    if len(data) > MAX_INT16_STRING:
+        raise ProtocolError(f"string of {len(data)} bytes is too long (max 32767)")
+    out += INT16.pack(len(data))
+    out += data
+
+
+def write_nullable_string(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out += b"\xff\xff"
+    else:
+        write_string(out, value)
+
+
+def write_compact_string(out: bytearray, value: str) -> None:
+    data = _utf8(value, "string")
+    if len(data) > MAX_INT16_STRING:
+        raise ProtocolError(f"string of {len(data)} bytes is too long (max 32767)")
+    write_unsigned_varint(out, len(data) + 1)
+    out += data
+
+
+def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_string(out, value)
+
+
+def write_bytes(out: bytearray, value: Buffer) -> None:
+    out += INT32.pack(len(value))
+    out += value
+
+
+def write_nullable_bytes(out: bytearray, value: Buffer | None) -> None:
+    if value is None:
+        out += b"\xff\xff\xff\xff"
+    else:
+        write_bytes(out, value)
+
+
+def write_compact_bytes(out: bytearray, value: Buffer) -> None:
+    write_unsigned_varint(out, len(value) + 1)
+    out += value
+
+
+def write_compact_nullable_bytes(out: bytearray, value: Buffer | None) -> None:
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_bytes(out, value)
+
+
+def write_uuid(out: bytearray, value: Uuid) -> None:
+    out += UUID.pack(value.most_significant_bits, value.least_significant_bits)
+
+
+def write_bool(out: bytearray, value: bool) -> None:
+    out.append(1 if value else 0)
