@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+from tests.conformance.oracle_client import KafkaOracle, build_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +51,17 @@ def run_kafka_class(
     """Run one of Kafka's main classes (a JVM per call: ~1.5 s; use sparingly)."""
     cmd = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath, main_class, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check)
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle(kafka_lib: Path) -> Iterator[KafkaOracle]:
+    """ONE oracle JVM (tests/conformance/oracle/Oracle.java) for the whole session."""
+    if shutil.which("javac") is None:
+        pytest.fail("javac is not installed: the Kafka oracle needs a JDK 17 (install openjdk-17)")
+    oracle = KafkaOracle(build_oracle(kafka_lib), kafka_lib)
+    try:
+        version = oracle.ping()
+        assert version == kafka_version(), f"the oracle runs Kafka {version}, not KAFKA_VERSION"
+        yield oracle
+    finally:
+        oracle.close()
