@@ -8,10 +8,14 @@ KRaft uses). The first tests check the oracle itself with Kafka on both ends.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from metaquorum.protocol.records import Header, RecordBatch, SimpleRecord, build_batch, iter_batches
 
-from tests.conformance.oracle_client import KafkaOracle
+from tests.conformance.oracle_client import Json, KafkaOracle
 
 pytestmark = pytest.mark.conformance
 
@@ -79,3 +83,195 @@ def test_oracle_raft_batch_builder_writes_null_keys(kafka_oracle: KafkaOracle) -
         (10, None, "YQ=="),
         (11, None, "YmM="),
     ]
+
+
+# --- data batches: ours read by Kafka, Kafka's read by ours, same bytes ---------------------
+
+MAX_TS = 1 << 50
+INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
+BLOB = st.none() | st.binary(max_size=300)
+HEADERS = st.lists(st.builds(Header, st.text(max_size=20), BLOB), max_size=3).map(tuple)
+RECORD = st.builds(
+    SimpleRecord,
+    value=BLOB,
+    key=BLOB,
+    headers=HEADERS,
+    timestamp_ms=st.none() | st.integers(0, MAX_TS),
+)
+BATCH = st.fixed_dictionaries(
+    {
+        "base_offset": st.integers(0, (1 << 62)),
+        "epoch": INT32,
+        "timestamp": st.integers(0, MAX_TS),
+        "records": st.lists(RECORD, min_size=1, max_size=12),
+    }
+)
+RAFT_BATCH = st.fixed_dictionaries(
+    {
+        "base_offset": st.integers(0, (1 << 62)),
+        "epoch": st.integers(0, (1 << 31) - 1),
+        "timestamp": st.integers(0, MAX_TS),
+        "values": st.lists(st.binary(max_size=300), min_size=1, max_size=12),
+    }
+)
+EXAMPLES = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _kafka_records(batch: Json) -> list[tuple[Any, ...]]:
+    return [
+        (
+            r["offset"],
+            r["timestamp"],
+            r["key"],
+            r["value"],
+            tuple((h["key"], h["value"]) for h in r["headers"]),
+        )
+        for r in batch["records"]
+    ]
+
+
+def _our_records(batch: RecordBatch) -> list[tuple[Any, ...]]:
+    return [
+        (
+            r.offset,
+            r.timestamp,
+            _b64(r.key),
+            _b64(r.value),
+            tuple((h.key, _b64(h.value)) for h in r.headers),
+        )
+        for r in batch
+    ]
+
+
+def _kafka_build(oracle: KafkaOracle, case: Json) -> bytes:
+    """Kafka's MemoryRecordsBuilder on the same records (CreateTime, no producer state)."""
+    recs = []
+    for r in case["records"]:
+        rec: Json = {
+            "key": _b64(r.key),
+            "value": _b64(r.value),
+            "headers": [{"key": h.key, "value": _b64(h.value)} for h in r.headers],
+        }
+        if r.timestamp_ms is not None:
+            rec["timestamp"] = r.timestamp_ms
+        recs.append(rec)
+    reply = oracle.call(
+        "records_build",
+        baseOffset=case["base_offset"],
+        epoch=case["epoch"],
+        timestamp=case["timestamp"],
+        records=recs,
+    )
+    return bytes.fromhex(reply["hex"])
+
+
+def _check_header_facts(kafka: Json, ours: RecordBatch, *, control: bool) -> None:
+    assert kafka["crcValid"] is True, kafka.get("invalidReason")
+    assert "recordsError" not in kafka, kafka.get("recordsError")
+    assert ours.is_valid()
+    assert kafka["magic"] == 2
+    assert kafka["baseOffset"] == ours.base_offset
+    assert kafka["lastOffset"] == ours.last_offset
+    assert kafka["partitionLeaderEpoch"] == ours.partition_leader_epoch
+    assert kafka["checksum"] == ours.crc
+    assert kafka["isControl"] is control is ours.is_control
+    assert kafka["isTransactional"] is False is ours.is_transactional
+    assert kafka["compression"] == "none"
+    assert kafka["timestampType"] == "CreateTime"
+    assert kafka["baseTimestamp"] == ours.base_timestamp
+    assert kafka["maxTimestamp"] == ours.max_timestamp
+    assert (kafka["producerId"], kafka["producerEpoch"], kafka["baseSequence"]) == (-1, -1, -1)
+    assert (ours.producer_id, ours.producer_epoch, ours.base_sequence) == (-1, -1, -1)
+    assert kafka["count"] == ours.records_count
+    assert kafka["sizeInBytes"] == ours.size_in_bytes
+
+
+@EXAMPLES
+@given(case=BATCH)
+def test_kafka_reads_our_data_batches(kafka_oracle: KafkaOracle, case: Json) -> None:
+    ours = build_batch(
+        case["base_offset"], case["epoch"], case["records"], timestamp_ms=case["timestamp"]
+    )
+    read = kafka_oracle.records_read(ours)
+    assert read["validBytes"] == len(ours)
+    (kafka,) = read["batches"]
+    (batch,) = iter_batches(ours)
+    _check_header_facts(kafka, batch, control=False)
+    assert _kafka_records(kafka) == _our_records(batch)
+    expected = [
+        (
+            case["base_offset"] + i,
+            case["timestamp"] if r.timestamp_ms is None else r.timestamp_ms,
+            _b64(r.key),
+            _b64(r.value),
+            tuple((h.key, _b64(h.value)) for h in r.headers),
+        )
+        for i, r in enumerate(case["records"])
+    ]
+    assert _kafka_records(kafka) == expected
+    # MemoryRecordsBuilder given the same records writes the same bytes.
+    assert _kafka_build(kafka_oracle, case).hex() == ours.hex()
+
+
+@EXAMPLES
+@given(case=BATCH)
+def test_we_read_kafka_data_batches(kafka_oracle: KafkaOracle, case: Json) -> None:
+    theirs = _kafka_build(kafka_oracle, case)
+    (kafka,) = kafka_oracle.records_read(theirs)["batches"]
+    (batch,) = iter_batches(theirs)
+    batch.ensure_valid()
+    _check_header_facts(kafka, batch, control=False)
+    assert _our_records(batch) == _kafka_records(kafka)
+
+
+@EXAMPLES
+@given(case=RAFT_BATCH)
+def test_raft_batch_builder_bytes_equal_ours(kafka_oracle: KafkaOracle, case: Json) -> None:
+    """KRaft's own BatchBuilder (null keys, append time on every record) writes our bytes."""
+    theirs = kafka_oracle.records_build(
+        base_offset=case["base_offset"],
+        epoch=case["epoch"],
+        timestamp=case["timestamp"],
+        records=[(None, v) for v in case["values"]],
+        mode="raft",
+    )
+    ours = build_batch(
+        case["base_offset"], case["epoch"], case["values"], timestamp_ms=case["timestamp"]
+    )
+    assert ours.hex() == theirs.hex()
+    (batch,) = iter_batches(theirs)
+    assert [r.value for r in batch] == case["values"]
+    assert all(r.key is None and r.timestamp == case["timestamp"] for r in batch)
+
+
+@EXAMPLES
+@given(cases=st.lists(BATCH, min_size=2, max_size=5), corrupt=st.data())
+def test_many_batches_and_a_corrupt_one(
+    kafka_oracle: KafkaOracle, cases: list[Json], corrupt: st.DataObject
+) -> None:
+    """A buffer of several batches (ours): Kafka and we agree on every batch, and on which
+    batch a flipped byte inside the CRC-covered range makes invalid."""
+    parts = [
+        build_batch(c["base_offset"], c["epoch"], c["records"], timestamp_ms=c["timestamp"])
+        for c in cases
+    ]
+    victim = corrupt.draw(st.integers(0, len(parts) - 1), label="victim")
+    # Flip a byte of MaxTimestamp (bytes 35..42): the CRC covers it, and every length field
+    # stays intact, so both sides still parse the records of the corrupt batch.
+    pos = corrupt.draw(st.integers(35, 42), label="pos")
+    bad = bytearray(parts[victim])
+    bad[pos] ^= 0xFF
+    parts[victim] = bytes(bad)
+    buf = b"".join(parts)
+    read = kafka_oracle.records_read(buf)
+    ours = list(iter_batches(buf))
+    assert len(read["batches"]) == len(ours) == len(parts)
+    for i, (k, o) in enumerate(zip(read["batches"], ours, strict=True)):
+        assert k["crcValid"] is o.is_valid() is (i != victim)
+        assert k["baseOffset"] == o.base_offset
+        assert k["maxTimestamp"] == o.max_timestamp
+        assert _kafka_records(k) == _our_records(o)
