@@ -14,6 +14,7 @@
  *   records_build {baseOffset, epoch, timestamp, records: [{key, value, headers}], mode}
  *                 {baseOffset, epoch, timestamp, control: [{type, json}]} -> {hex}
  *   batch         {requests: [...]}                   -> {replies: [...]}
+ *   errors / api_keys                                 -> Kafka's Errors / ApiKeys enums
  *   ping                                              -> {kafkaVersion}
  * Binary values (keys, values, header values) travel as standard base64; message bytes as hex.
  *
@@ -39,6 +40,7 @@ import org.apache.kafka.common.message.VotersRecord;
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.protocol.Readable;
@@ -466,6 +468,27 @@ public final class Oracle {
             case "ping": {
                 ObjectNode out = NODES.objectNode();
                 out.put("kafkaVersion", AppInfoParser.getVersion());
+                return out;
+            }
+            case "errors": {
+                ObjectNode out = NODES.objectNode();
+                ArrayNode list = out.putArray("errors");
+                for (Errors e : Errors.values()) {
+                    ObjectNode o = list.addObject();
+                    o.put("name", e.name());
+                    o.put("code", e.code());
+                }
+                return out;
+            }
+            case "api_keys": {
+                ObjectNode out = NODES.objectNode();
+                ArrayNode list = out.putArray("apis");
+                for (ApiKeys a : ApiKeys.values()) {
+                    ObjectNode o = list.addObject();
+                    o.put("enum", a.name());
+                    o.put("name", a.name);
+                    o.put("id", a.id);
+                }
                 return out;
             }
             case "encode":
