@@ -1,0 +1,73 @@
+"""Quorum configuration with Kafka's names and defaults (QuorumConfig, KIP-595 §Configs).
+
+Invariant: every timer in the core derives from these numbers; the core never reads a clock,
+it only compares absolute deadlines in milliseconds with the `now_ms` it is handed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+# Kafka constants (KafkaRaftClient): a follower's Fetch long-poll and size limits.
+MAX_FETCH_WAIT_MS = 500
+MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+RETRY_BACKOFF_BASE_MS = 50
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+
+_KAFKA_NAMES: dict[str, str] = {
+    "election_timeout_ms": "controller.quorum.election.timeout.ms",
+    "fetch_timeout_ms": "controller.quorum.fetch.timeout.ms",
+    "election_backoff_max_ms": "controller.quorum.election.backoff.max.ms",
+    "append_linger_ms": "controller.quorum.append.linger.ms",
+    "request_timeout_ms": "controller.quorum.request.timeout.ms",
+    "retry_backoff_ms": "controller.quorum.retry.backoff.ms",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumConfig:
+    """The timing configs of `controller.quorum.*`, defaults as in Kafka 4.3."""
+
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    append_linger_ms: int = 25
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    fetch_max_wait_ms: int = MAX_FETCH_WAIT_MS
+    max_batch_size_bytes: int = MAX_BATCH_SIZE_BYTES
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or value < 0:
+                name = _KAFKA_NAMES.get(f.name, f.name)
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        """A leader resigns when a majority has not fetched for this long (LeaderState)."""
+        return int(self.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+
+    @property
+    def begin_quorum_epoch_timeout_ms(self) -> int:
+        """BeginQuorumEpoch is re-sent to voters that have not fetched for this long."""
+        return self.fetch_timeout_ms // 2
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> QuorumConfig:
+        """Build from Kafka-named properties; unknown keys are ignored, bad values raise."""
+        kwargs: dict[str, int] = {}
+        for attr, name in _KAFKA_NAMES.items():
+            if name in props:
+                try:
+                    kwargs[attr] = int(props[name])
+                except ValueError:
+                    raise ValueError(f"{name} must be an integer, got {props[name]!r}") from None
+        return cls(**kwargs)
+
+    @staticmethod
+    def kafka_name(attr: str) -> str:
+        return _KAFKA_NAMES[attr]

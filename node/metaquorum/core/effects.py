@@ -1,0 +1,95 @@
+"""Effects the core asks its driver to perform, in order (DESIGN.md §4).
+
+Role: the only way the core acts on the world. The driver performs them in list order:
+`PersistElectionState` must be durable before any later effect of the same step is performed
+(a vote reply or a leader's first message depends on it). Log effects mirror the core's
+`RaftLog`: `AppendEntries` then `FlushLog`, whose completion comes back as a `Flushed` event;
+nothing the core sends ever acknowledges an offset that has not come back as `Flushed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from metaquorum.core.log import LogEntry
+from metaquorum.core.states import ElectionState
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    destination: int
+    correlation_id: int
+    message: object
+
+
+@dataclass(frozen=True, slots=True)
+class SendResponse:
+    destination: int
+    correlation_id: int
+    message: object
+    entries: tuple[LogEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PersistElectionState:
+    election: ElectionState
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEntries:
+    entries: tuple[LogEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateLog:
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlushLog:
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class HighWatermarkAdvanced:
+    """CommitAdvanced: everything below `high_watermark` is committed."""
+
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChanged:
+    leader_id: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCommitted:
+    append_id: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendFailed:
+    append_id: int
+    reason: str
+
+
+Effect = (
+    SendRequest
+    | SendResponse
+    | PersistElectionState
+    | AppendEntries
+    | TruncateLog
+    | FlushLog
+    | HighWatermarkAdvanced
+    | LeaderChanged
+    | AppendCommitted
+    | AppendFailed
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    effects: list[Effect]
+    next_deadline_ms: int

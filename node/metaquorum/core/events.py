@@ -1,0 +1,65 @@
+"""Events the driver hands to the core (DESIGN.md §4: events in, effects out).
+
+Role: everything that can happen to a replica, as frozen slotted dataclasses. The driver
+(asyncio runtime or simulator) creates them; `RaftNode.handle(event, now_ms)` consumes them.
+Invariants: events carry decoded message dataclasses and log entries, never bytes; a
+response event names the correlation id of the request it answers, so stale or duplicated
+responses can be told apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from metaquorum.core.log import LogEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """A deadline returned by the previous step has passed (or the driver just wants a poll)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReceived:
+    source: int
+    correlation_id: int
+    message: object
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseReceived:
+    source: int
+    correlation_id: int
+    message: object
+    entries: tuple[LogEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    """The connection to `destination` failed before a response came (not a timeout)."""
+
+    destination: int
+    correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Flushed:
+    """Storage made everything below `offset` durable."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAppend:
+    """Append `values` as one unit; completes with `AppendCommitted` or `AppendFailed`."""
+
+    append_id: int
+    values: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resign:
+    """Graceful shutdown of a leader: resign now and tell the voters (EndQuorumEpoch)."""
+
+
+Event = Poll | RequestReceived | ResponseReceived | RequestFailed | Flushed | ClientAppend | Resign

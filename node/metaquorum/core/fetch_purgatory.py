@@ -1,0 +1,63 @@
+"""Parked Fetch long-polls on the leader (Kafka's `FuturePurgatory` for fetches; KIP-1166).
+
+Role: hold a follower's Fetch that found nothing to return until (a) the log grows past its
+fetch offset, (b) the high watermark moves past the HW the follower reported (KIP-1166), or
+(c) its `MaxWaitMs` expires. Invariants: each parked fetch completes exactly once; completion
+order is the order of parking; a newer fetch from the same replica replaces the older one
+(the older is answered at once so the follower is never left without a response).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedFetch(Generic[T]):
+    replica_id: int
+    correlation_id: int
+    fetch_offset: int
+    follower_high_watermark: int | None
+    expire_ms: int
+    request: T
+
+
+class FetchPurgatory(Generic[T]):
+    __slots__ = ("_parked",)
+
+    def __init__(self) -> None:
+        self._parked: dict[int, ParkedFetch[T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._parked)
+
+    def park(self, fetch: ParkedFetch[T]) -> ParkedFetch[T] | None:
+        """Park `fetch`; returns the replaced older fetch of the same replica, if any."""
+        old = self._parked.pop(fetch.replica_id, None)
+        self._parked[fetch.replica_id] = fetch
+        return old
+
+    def complete(
+        self, end_offset: int, high_watermark: int | None, now_ms: int
+    ) -> list[ParkedFetch[T]]:
+        """Remove and return every fetch that now has an answer or has expired."""
+        done: list[ParkedFetch[T]] = []
+        for rid, f in list(self._parked.items()):
+            hw_moved = high_watermark is not None and (
+                f.follower_high_watermark is None or f.follower_high_watermark < high_watermark
+            )
+            if end_offset > f.fetch_offset or hw_moved or now_ms >= f.expire_ms:
+                done.append(f)
+                del self._parked[rid]
+        return done
+
+    def drain(self) -> list[ParkedFetch[T]]:
+        done = list(self._parked.values())
+        self._parked.clear()
+        return done
+
+    def next_expiry_ms(self) -> int | None:
+        return min((f.expire_ms for f in self._parked.values()), default=None)

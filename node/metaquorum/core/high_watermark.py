@@ -1,0 +1,103 @@
+"""The leader's replication progress and high watermark (KIP-595 §Fetch, Kafka `LeaderState`).
+
+Role: track, per replica, the offset it has acknowledged (a voter's Fetch offset, which it
+only sends after flushing everything below it; the leader's own *flushed* end offset), its
+last fetch and caught-up times (DescribeQuorum, KIP-836), and compute the high watermark.
+
+Invariants (checked by tests against a naive oracle):
+- HW = the largest offset acknowledged by a majority of voters (`compute_high_watermark`);
+- no HW is exposed until it exceeds the epoch start offset, i.e. until the LeaderChange record
+  that opens the leader's epoch is committed (KIP-595; KAFKA-12619's off-by-one);
+- the HW never decreases within a leader's term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+def compute_high_watermark(
+    voter_offsets: Mapping[int, int | None],
+    epoch_start_offset: int,
+    current: int | None,
+) -> int | None:
+    """Kafka's `maybeUpdateHighWatermark`: the new HW, or `current` when it does not move."""
+    if not voter_offsets:
+        return current
+    ordered = sorted((-1 if o is None else o for o in voter_offsets.values()), reverse=True)
+    candidate = ordered[len(ordered) // 2]
+    if candidate <= epoch_start_offset:
+        return current
+    if current is None or candidate > current:
+        return candidate
+    return current
+
+
+@dataclass(slots=True)
+class ReplicaProgress:
+    """Kafka's `LeaderState.ReplicaState`."""
+
+    replica_id: int
+    end_offset: int | None = None
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    last_fetch_leader_end_offset: int = -1
+
+
+class LeaderProgress:
+    """Mutable progress of one leader's term; replaced wholesale on every new term."""
+
+    __slots__ = ("epoch_start_offset", "high_watermark", "local_id", "observers", "voters")
+
+    def __init__(self, local_id: int, voters: Iterable[int], epoch_start_offset: int):
+        self.local_id = local_id
+        self.epoch_start_offset = epoch_start_offset
+        self.voters: dict[int, ReplicaProgress] = {v: ReplicaProgress(v) for v in voters}
+        self.observers: dict[int, ReplicaProgress] = {}
+        self.high_watermark: int | None = None
+
+    def _replica(self, replica_id: int) -> ReplicaProgress:
+        state = self.voters.get(replica_id)
+        if state is None:
+            state = self.observers.get(replica_id)
+            if state is None:
+                state = self.observers[replica_id] = ReplicaProgress(replica_id)
+        return state
+
+    def update_local(self, flushed_end_offset: int, now_ms: int) -> bool:
+        """The leader's own durable end offset moved; True if the HW advanced."""
+        state = self._replica(self.local_id)
+        state.end_offset = flushed_end_offset
+        state.last_fetch_ms = state.last_caught_up_ms = now_ms
+        return self._maybe_advance()
+
+    def update_replica(
+        self, replica_id: int, fetch_offset: int, leader_end_offset: int, now_ms: int
+    ) -> bool:
+        """A Fetch at `fetch_offset` (everything below it durable there); True if HW advanced."""
+        state = self._replica(replica_id)
+        if fetch_offset >= state.last_fetch_leader_end_offset >= 0:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        if fetch_offset >= leader_end_offset:
+            state.last_caught_up_ms = now_ms
+        state.end_offset = fetch_offset
+        state.last_fetch_ms = now_ms
+        state.last_fetch_leader_end_offset = leader_end_offset
+        return replica_id in self.voters and self._maybe_advance()
+
+    def _maybe_advance(self) -> bool:
+        offsets = {v: s.end_offset for v, s in self.voters.items()}
+        new = compute_high_watermark(offsets, self.epoch_start_offset, self.high_watermark)
+        if new != self.high_watermark:
+            self.high_watermark = new
+            return True
+        return False
+
+    def voters_by_descending_offset(self) -> list[int]:
+        """Non-leader voters, most caught up first (EndQuorumEpoch preferred candidates)."""
+        others = [s for v, s in self.voters.items() if v != self.local_id]
+        others.sort(
+            key=lambda s: (-(s.end_offset if s.end_offset is not None else -1), s.replica_id)
+        )
+        return [s.replica_id for s in others]

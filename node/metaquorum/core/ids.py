@@ -1,0 +1,48 @@
+"""Identifiers and positions of the KRaft core: node ids, epochs, offsets (KIP-595).
+
+Invariants: `NodeId`, `Epoch` and `Offset` are plain ints at runtime (NewTypes), so they cost
+nothing; `OffsetAndEpoch` orders by epoch first, then offset, exactly like Kafka's
+`OffsetAndEpoch.compareTo`, which is the "log is at least as up to date" rule of the Vote RPC.
+`ReplicaKey` is Kafka's (id, optional directory id) pair (KIP-853).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NewType
+
+NodeId = NewType("NodeId", int)
+Epoch = NewType("Epoch", int)
+Offset = NewType("Offset", int)
+
+NO_LEADER = NodeId(-1)
+NO_EPOCH = Epoch(-1)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class OffsetAndEpoch:
+    """A log position compared as (epoch, offset): Kafka's `OffsetAndEpoch.compareTo`."""
+
+    epoch: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"(offset={self.offset}, epoch={self.epoch})"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaKey:
+    """A replica's id and, from KIP-853 on, its directory id (None when unknown)."""
+
+    id: int
+    directory_id: str | None = None
+
+    def matches(self, other: ReplicaKey) -> bool:
+        """Kafka's voted-key match: same id, and directory ids agree when both are known."""
+        if self.id != other.id:
+            return False
+        return (
+            self.directory_id is None
+            or other.directory_id is None
+            or (self.directory_id == other.directory_id)
+        )

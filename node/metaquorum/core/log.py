@@ -1,0 +1,155 @@
+"""The in-memory model of the replicated log that the core reasons about (KIP-595 §Fetch).
+
+Role: the core's view of its own log: entries `(offset, epoch, value)`, the log end offset
+(LEO), the flushed offset, and the epoch start offsets (Kafka's leader-epoch cache) used for
+`DivergingEpoch`, the end-offset-for-epoch lookup and follower truncation. Storage (or the
+simulator's disk) mirrors it from the `AppendEntries`/`TruncateLog`/`FlushLog` effects; the core
+never serialises records.
+
+Invariants:
+- offsets are dense from `start_offset`; epochs never decrease along the log;
+- `flushed_offset <= end_offset` always (a truncation pulls it down);
+- `epoch_starts` lists (epoch, first offset) in increasing order, one entry per epoch present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from metaquorum.core.ids import OffsetAndEpoch
+
+
+class EntryKind(Enum):
+    """Data or one of the control records the core writes itself."""
+
+    DATA = 0
+    LEADER_CHANGE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One record of the replicated log, as the core sees it (no bytes format)."""
+
+    offset: int
+    epoch: int
+    value: bytes = b""
+    kind: EntryKind = EntryKind.DATA
+
+
+class ValidationKind(Enum):
+    VALID = 0
+    DIVERGING = 1
+    SNAPSHOT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ValidOffsetAndEpoch:
+    """Kafka's `ValidOffsetAndEpoch`: whether a follower's (offset, epoch) matches our log."""
+
+    kind: ValidationKind
+    offset_and_epoch: OffsetAndEpoch
+
+
+class RaftLog:
+    """Entries, LEO, flushed offset and the epoch index of one replica's log."""
+
+    __slots__ = ("_entries", "_epoch_starts", "flushed_offset", "start_offset")
+
+    def __init__(self, entries: Iterable[LogEntry] = (), *, flushed_offset: int | None = None):
+        self.start_offset = 0
+        self._entries: list[LogEntry] = []
+        self._epoch_starts: list[tuple[int, int]] = []
+        self.flushed_offset = 0
+        self.append(list(entries))
+        self.flushed_offset = self.end_offset if flushed_offset is None else flushed_offset
+        if not 0 <= self.flushed_offset <= self.end_offset:
+            raise ValueError("flushed offset outside the log")
+
+    # --- reading ---------------------------------------------------------------------------
+    @property
+    def end_offset(self) -> int:
+        return self.start_offset + len(self._entries)
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        return self._epoch_starts[-1][0] if self._epoch_starts else 0
+
+    def end_offset_and_epoch(self) -> OffsetAndEpoch:
+        return OffsetAndEpoch(self.last_fetched_epoch, self.end_offset)
+
+    @property
+    def epoch_starts(self) -> Sequence[tuple[int, int]]:
+        return tuple(self._epoch_starts)
+
+    def entry(self, offset: int) -> LogEntry:
+        if not self.start_offset <= offset < self.end_offset:
+            raise IndexError(f"offset {offset} outside [{self.start_offset}, {self.end_offset})")
+        return self._entries[offset - self.start_offset]
+
+    def read(self, offset: int, max_entries: int) -> list[LogEntry]:
+        lo = max(offset, self.start_offset) - self.start_offset
+        return self._entries[lo : lo + max_entries]
+
+    def entries(self) -> Sequence[LogEntry]:
+        return self._entries
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """Kafka's `endOffsetForEpoch`: the end of the largest epoch <= `epoch` in the log.
+
+        Returns (epoch found, first offset of the next epoch or LEO); (0, start) if no such
+        epoch exists.
+        """
+        starts = self._epoch_starts
+        for i in range(len(starts) - 1, -1, -1):
+            e, _ = starts[i]
+            if e <= epoch:
+                end = starts[i + 1][1] if i + 1 < len(starts) else self.end_offset
+                return OffsetAndEpoch(e, end)
+        return OffsetAndEpoch(0, self.start_offset)
+
+    def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
+        """Does a follower at (offset, last fetched epoch) share our log up to `offset`?"""
+        if offset == self.start_offset and offset == 0:
+            return ValidOffsetAndEpoch(ValidationKind.VALID, OffsetAndEpoch(epoch, offset))
+        end = self.end_offset_for_epoch(epoch)
+        if end.epoch != epoch or end.offset < offset:
+            return ValidOffsetAndEpoch(ValidationKind.DIVERGING, end)
+        return ValidOffsetAndEpoch(ValidationKind.VALID, OffsetAndEpoch(epoch, offset))
+
+    def truncation_offset_for(self, diverging: OffsetAndEpoch) -> int:
+        """Kafka's `truncateToEndOffset`: where a follower cuts its log on DivergingEpoch."""
+        if diverging.epoch == 0:
+            return min(diverging.offset, self.end_offset)
+        local = self.end_offset_for_epoch(diverging.epoch)
+        if local.epoch == diverging.epoch:
+            return min(local.offset, diverging.offset)
+        return local.offset
+
+    # --- writing ---------------------------------------------------------------------------
+    def append(self, entries: Sequence[LogEntry]) -> None:
+        for entry in entries:
+            if entry.offset != self.end_offset:
+                raise ValueError(f"append at {entry.offset}, log end is {self.end_offset}")
+            last = self.last_fetched_epoch
+            if entry.epoch < last:
+                raise ValueError(f"epoch {entry.epoch} after epoch {last}")
+            if not self._epoch_starts or entry.epoch > last:
+                self._epoch_starts.append((entry.epoch, entry.offset))
+            self._entries.append(entry)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every entry at or after `offset` (no-op when `offset >= LEO`)."""
+        if offset >= self.end_offset:
+            return
+        if offset < self.start_offset:
+            raise ValueError(f"truncate to {offset} below log start {self.start_offset}")
+        del self._entries[offset - self.start_offset :]
+        while self._epoch_starts and self._epoch_starts[-1][1] >= offset:
+            self._epoch_starts.pop()
+        self.flushed_offset = min(self.flushed_offset, offset)
+
+    def mark_flushed(self, offset: int) -> None:
+        """Record that everything below `offset` is durable (capped at LEO, never lowered)."""
+        self.flushed_offset = max(self.flushed_offset, min(offset, self.end_offset))

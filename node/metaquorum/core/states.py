@@ -1,0 +1,182 @@
+"""Election states of a KRaft replica, one immutable class each (KIP-595, KIP-996; Kafka 4.3).
+
+Role: Unattached (voted or not), Prospective (pre-vote), Candidate, Leader, Follower, Resigned,
+each a frozen slotted dataclass holding its epoch and its deadlines as absolute milliseconds.
+`ElectionState` is what is persisted in `quorum-state` (epoch, leader id, voted key); each state
+maps to one. Vote-granting rules live here (`can_grant_vote`), as in Kafka's `EpochState`.
+
+Invariants: a state never changes in place (the transition gate replaces it); the persisted
+`ElectionState` of a state is a pure function of it, so "did this transition change durable
+state" is a comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.vote_tally import VoteTally
+
+
+class Role(Enum):
+    UNATTACHED = "Unattached"
+    PROSPECTIVE = "Prospective"
+    CANDIDATE = "Candidate"
+    LEADER = "Leader"
+    FOLLOWER = "Follower"
+    RESIGNED = "Resigned"
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionState:
+    """Kafka's `ElectionState`: the durable part (`quorum-state`)."""
+
+    epoch: int
+    leader_id: int = -1
+    voted_key: ReplicaKey | None = None
+
+
+def _unattached_or_prospective_can_grant(
+    voted_key: ReplicaKey | None,
+    leader_id: int | None,
+    candidate: ReplicaKey,
+    log_up_to_date: bool,
+    pre_vote: bool,
+) -> bool:
+    # Kafka 4.3 `QuorumState.unattachedOrProspectiveCanGrantVote`.
+    if pre_vote:
+        return log_up_to_date
+    if voted_key is not None:
+        return voted_key.matches(candidate)
+    if leader_id is not None:
+        return False
+    return log_up_to_date
+
+
+@dataclass(frozen=True, slots=True)
+class UnattachedState:
+    epoch: int
+    election_deadline_ms: int
+    voted_key: ReplicaKey | None = None
+    leader_id: int | None = None
+    high_watermark: int | None = None
+    role: Role = field(default=Role.UNATTACHED, init=False)
+
+    def election(self, local_id: int) -> ElectionState:
+        lid = -1 if self.leader_id is None else self.leader_id
+        return ElectionState(self.epoch, lid, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return _unattached_or_prospective_can_grant(
+            self.voted_key, self.leader_id, candidate, log_up_to_date, pre_vote
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProspectiveState:
+    """KIP-996: collecting non-binding pre-votes at the current epoch."""
+
+    epoch: int
+    election_deadline_ms: int
+    tally: VoteTally
+    voted_key: ReplicaKey | None = None
+    leader_id: int | None = None
+    retries: int = 1
+    high_watermark: int | None = None
+    role: Role = field(default=Role.PROSPECTIVE, init=False)
+
+    def election(self, local_id: int) -> ElectionState:
+        lid = -1 if self.leader_id is None else self.leader_id
+        return ElectionState(self.epoch, lid, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return _unattached_or_prospective_can_grant(
+            self.voted_key, self.leader_id, candidate, log_up_to_date, pre_vote
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateState:
+    """A real election at a bumped epoch; the replica voted for itself."""
+
+    epoch: int
+    election_deadline_ms: int
+    tally: VoteTally
+    retries: int = 1
+    backoff_deadline_ms: int | None = None
+    high_watermark: int | None = None
+    role: Role = field(default=Role.CANDIDATE, init=False)
+
+    def election(self, local_id: int) -> ElectionState:
+        return ElectionState(self.epoch, -1, ReplicaKey(local_id))
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        # Kafka `CandidateState.canGrantVote`: only pre-votes, and only for an up-to-date log.
+        return pre_vote and log_up_to_date
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderState:
+    """Leading `epoch`; replication progress lives in the mutable `LeaderProgress` leaf."""
+
+    epoch: int
+    epoch_start_offset: int
+    granting_voters: frozenset[int]
+    check_quorum_deadline_ms: int
+    begin_quorum_epoch_deadline_ms: int
+    role: Role = field(default=Role.LEADER, init=False)
+
+    def election(self, local_id: int) -> ElectionState:
+        return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerState:
+    epoch: int
+    leader_id: int
+    fetch_deadline_ms: int
+    voted_key: ReplicaKey | None = None
+    has_fetched: bool = False
+    high_watermark: int | None = None
+    role: Role = field(default=Role.FOLLOWER, init=False)
+
+    def election(self, local_id: int) -> ElectionState:
+        return ElectionState(self.epoch, self.leader_id, self.voted_key)
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        # Kafka 4.3 `FollowerState.canGrantVote`: a pre-vote only until the first successful
+        # fetch from the leader in this epoch (KIP-996 and the KAFKA-17641 follow-up).
+        if pre_vote and not self.has_fetched:
+            return log_up_to_date
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ResignedState:
+    """A leader that stepped down; it sends EndQuorumEpoch until acknowledged."""
+
+    epoch: int
+    election_deadline_ms: int
+    unacked_voters: frozenset[int]
+    preferred_successors: tuple[int, ...]
+    role: Role = field(default=Role.RESIGNED, init=False)
+
+    def election(self, local_id: int) -> ElectionState:
+        return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
+
+    def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return False
+
+
+EpochState = (
+    UnattachedState
+    | ProspectiveState
+    | CandidateState
+    | LeaderState
+    | FollowerState
+    | ResignedState
+)
