@@ -1,0 +1,536 @@
+"""Kubelet stand-in: runs a real cluster's pods as local processes (no container runtime).
+
+Role (docs/e2e.md): registers one Node and keeps its status and Lease fresh; binds pending pods
+to it (there is no scheduler); provisions a PV (a local directory) for every pending PVC of its
+StorageClass and deletes Released ones; runs each bound pod's first container's command + args as
+a local process with its env (downward API included), its own pod IP in 127.0.0.0/8 and its
+volumes mapped to local directories (podspec.py); reports Running/Ready from the readiness probe
+(HTTP and TCP probes really called, exec probes run); restarts exited processes
+(restartPolicy Always); on deletion stops the process (SIGTERM, grace period, SIGKILL) and
+finalises the pod; keeps a hosts file of pods' stable DNS names (hostname.subdomain.ns.svc...)
+and Services' names that pod processes resolve through e2e/standin_site/sitecustomize.py.
+
+Faults for tests, on a loopback HTTP control port (written to STATE/control.port):
+`POST /kill?namespace=&pod=` (kill -9 the pod's process), `POST /lose-disk?namespace=&pvc=`
+(wipe the PV's directory and recreate it empty), `GET /pods` (JSON of running pods).
+
+Invariants: one loop thread owns all pod state (the control thread takes the same lock);
+processes are stopped by PID only; everything it writes is under STATE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import hostsfile
+import podspec
+import probes
+import volumes
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+HERE = Path(__file__).resolve().parent
+NODE = "standin"
+STORAGE_CLASS = "standin"
+PROVISIONER = "e2e.metaquorum.dev/standin"
+log = logging.getLogger("kubelet")
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def micro_now() -> datetime.datetime:
+    """A MicroTime: the client serialises datetimes with isoformat, which drops a zero
+    microsecond field that the apiserver requires."""
+    t = datetime.datetime.now(datetime.UTC)
+    return t.replace(microsecond=t.microsecond or 1)
+
+
+@dataclass
+class PodRun:
+    uid: str
+    namespace: str
+    name: str
+    ip: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    logfile: Path
+    probe: dict[str, Any] | None
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    ready: bool = False
+    next_probe: float = 0.0
+    exited_at: float | None = None
+    stopping_since: float | None = None
+    grace: float = 30.0
+    pv_dirs: dict[str, str] = field(default_factory=dict)
+
+
+class Kubelet:
+    def __init__(self, kubeconfig: Path, state: Path) -> None:
+        self.state = state
+        self.api_client = config.new_client_from_config(str(kubeconfig))
+        self.core = client.CoreV1Api(self.api_client)
+        self.coord = client.CoordinationV1Api(self.api_client)
+        self.storage = client.StorageV1Api(self.api_client)
+        self.server = self.api_client.configuration.host
+        self.ca_file = self.api_client.configuration.ssl_ca_cert
+        self.runs: dict[str, PodRun] = {}
+        self.lock = threading.RLock()
+        self.next_ip = 0
+        self.hosts_path = state / "hosts"
+        self.last_heartbeat = 0.0
+        self.stop_event = threading.Event()
+
+    # ---- node, lease, storage class -------------------------------------------------------
+    def register(self) -> None:
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": NODE,
+                "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux"},
+            },
+        }
+        with contextlib.suppress(ApiException):
+            self.core.create_node(node)
+        sc = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {
+                "name": STORAGE_CLASS,
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+            },
+            "provisioner": PROVISIONER,
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "Immediate",
+        }
+        with contextlib.suppress(ApiException):
+            self.storage.create_storage_class(sc)
+        self.heartbeat(force=True)
+
+    def heartbeat(self, force: bool = False) -> None:
+        if not force and time.monotonic() - self.last_heartbeat < 10:
+            return
+        self.last_heartbeat = time.monotonic()
+        t = now()
+        cond = [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet stand-in is posting ready status",
+                "lastHeartbeatTime": t,
+                "lastTransitionTime": t,
+            }
+        ]
+        for ctype in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+            cond.append(
+                {
+                    "type": ctype,
+                    "status": "False",
+                    "reason": f"KubeletHas{ctype}",
+                    "lastHeartbeatTime": t,
+                    "lastTransitionTime": t,
+                }
+            )
+        res = {"cpu": "2", "memory": "24Gi", "pods": "250", "ephemeral-storage": "100Gi"}
+        self.core.patch_node_status(
+            NODE,
+            {
+                "status": {
+                    "conditions": cond,
+                    "capacity": res,
+                    "allocatable": res,
+                    "addresses": [
+                        {"type": "InternalIP", "address": "127.0.0.1"},
+                        {"type": "Hostname", "address": NODE},
+                    ],
+                    "nodeInfo": {
+                        "kubeletVersion": "v1.34.4-standin",
+                        "operatingSystem": "linux",
+                        "architecture": "amd64",
+                        "containerRuntimeVersion": "standin://1",
+                        "kernelVersion": "",
+                        "osImage": "",
+                        "kubeProxyVersion": "",
+                        "machineID": "",
+                        "systemUUID": "",
+                        "bootID": "",
+                    },
+                }
+            },
+        )
+        lease = {
+            "metadata": {"name": NODE, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": NODE, "leaseDurationSeconds": 40, "renewTime": micro_now()},
+        }
+        try:
+            self.coord.patch_namespaced_lease(NODE, "kube-node-lease", lease)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            self.coord.create_namespaced_lease("kube-node-lease", lease)
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run(self) -> None:
+        self.register()
+        while not self.stop_event.is_set():
+            try:
+                self.heartbeat()
+                volumes.provision(self.core, self.state, STORAGE_CLASS)
+                pods = self.core.list_pod_for_all_namespaces().items
+                with self.lock:
+                    self.sync(pods)
+                services = self.core.list_service_for_all_namespaces().items
+                hostsfile.write(
+                    self.hosts_path,
+                    self.api_client.sanitize_for_serialization(pods),
+                    self.api_client.sanitize_for_serialization(services),
+                )
+            except Exception:
+                log.exception("sync failed")
+            self.stop_event.wait(0.5)
+        with self.lock:
+            for run in self.runs.values():
+                self.kill(run, signal.SIGTERM)
+            for run in self.runs.values():
+                self.reap(run, 5.0)
+
+    def sync(self, pod_objs: list[Any]) -> None:
+        seen: set[str] = set()
+        for obj in pod_objs:
+            pod = self.api_client.sanitize_for_serialization(obj)
+            meta, spec = pod["metadata"], pod["spec"]
+            uid = meta["uid"]
+            if not spec.get("nodeName"):
+                if not meta.get("deletionTimestamp"):
+                    self.bind(meta)
+                continue
+            if spec["nodeName"] != NODE:
+                continue
+            seen.add(uid)
+            run = self.runs.get(uid)
+            if meta.get("deletionTimestamp"):
+                self.terminate(pod, run)
+                continue
+            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            if run is None:
+                self.start(pod)
+            else:
+                self.supervise(pod, run)
+        for uid in list(self.runs):
+            if uid not in seen:  # force-deleted: nobody to report to
+                run = self.runs.pop(uid)
+                self.kill(run, signal.SIGKILL)
+                self.reap(run, 2.0)
+
+    def bind(self, meta: dict[str, Any]) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta["name"], "uid": meta["uid"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
+        }
+        try:
+            self.core.create_namespaced_binding(meta["namespace"], body, _preload_content=False)
+        except ApiException as e:
+            log.info("bind %s/%s: %s", meta["namespace"], meta["name"], e.reason)
+
+    def alloc_ip(self) -> str:
+        in_use = {r.ip for r in self.runs.values()}
+        while True:
+            self.next_ip += 1
+            ip = f"127.0.{10 + self.next_ip // 250 % 240}.{1 + self.next_ip % 250}"
+            if ip not in in_use:
+                return ip
+
+    def start(self, pod: dict[str, Any]) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        pod_dir = self.state / "pods" / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
+        prepared = volumes.prepare(self.core, pod, pod_dir, self.server, self.ca_file)
+        if prepared is None:
+            return  # a volume is not ready yet (PVC unbound, ConfigMap missing): next loop
+        vol_dirs, cms, secrets, pv_dirs = prepared
+        ip = self.alloc_ip()
+        pod.setdefault("status", {}).update(
+            {"podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "127.0.0.1"}
+        )
+        c = spec["containers"][0]
+        env = podspec.resolve_env(pod, c, cms, secrets)
+        mounts = podspec.mount_map(c, vol_dirs)
+        env = {k: podspec.rewrite_paths(v, mounts) for k, v in env.items()}
+        try:
+            argv = podspec.process_argv(c, env, mounts)
+        except ValueError as e:
+            self.patch_status(meta, {"phase": "Failed", "reason": "NoCommand", "message": str(e)})
+            return
+        venv_bin = str(Path(sys.executable).parent)
+        base = {
+            "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(pod_dir),
+            "HOSTNAME": spec.get("hostname") or meta["name"],
+            "PYTHONPATH": str(HERE / "standin_site"),
+            "METAQUORUM_E2E_HOSTS": str(self.hosts_path),
+            "PYTHONUNBUFFERED": "1",
+        }
+        kubeconfig = pod_dir / "kubeconfig"
+        if kubeconfig.exists():
+            base["KUBECONFIG"] = str(kubeconfig)
+        workdir = podspec.rewrite_paths(c.get("workingDir") or "", mounts) or str(pod_dir)
+        run = PodRun(
+            uid=meta["uid"],
+            namespace=meta["namespace"],
+            name=meta["name"],
+            ip=ip,
+            argv=argv,
+            env={**base, **env},
+            cwd=workdir,
+            logfile=pod_dir / f"{c['name']}.log",
+            probe=c.get("readinessProbe"),
+            grace=float(spec.get("terminationGracePeriodSeconds") or 30),
+            pv_dirs=pv_dirs,
+        )
+        self.runs[run.uid] = run
+        self.launch(run)
+        self.report(meta, run, c)
+
+    def launch(self, run: PodRun) -> None:
+        with open(run.logfile, "ab") as out:
+            run.proc = subprocess.Popen(
+                run.argv,
+                env=run.env,
+                cwd=run.cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        (run.logfile.parent / "pid").write_text(str(run.proc.pid))
+        run.exited_at, run.ready, run.next_probe = None, False, 0.0
+        log.info(
+            "started %s/%s pid %d ip %s: %s",
+            run.namespace,
+            run.name,
+            run.proc.pid,
+            run.ip,
+            " ".join(run.argv),
+        )
+
+    def supervise(self, pod: dict[str, Any], run: PodRun) -> None:
+        c = pod["spec"]["containers"][0]
+        assert run.proc is not None
+        if run.proc.poll() is not None:
+            if run.exited_at is None:
+                run.exited_at = time.monotonic()
+                run.ready = False
+                log.info("%s/%s exited %s", run.namespace, run.name, run.proc.returncode)
+                self.report(pod["metadata"], run, c)
+            policy = pod["spec"].get("restartPolicy", "Always")
+            if policy == "Never" or (policy == "OnFailure" and run.proc.returncode == 0):
+                phase = "Succeeded" if run.proc.returncode == 0 else "Failed"
+                self.patch_status(pod["metadata"], {"phase": phase})
+            elif time.monotonic() - run.exited_at >= min(10.0, 1.0 * 2**run.restarts):
+                run.restarts += 1
+                self.launch(run)
+                self.report(pod["metadata"], run, c)
+            return
+        if time.monotonic() < run.next_probe:
+            return
+        period = float((run.probe or {}).get("periodSeconds", 10))
+        run.next_probe = time.monotonic() + min(period, 1.0)
+        ready = probes.check(run.probe, run.ip, c, run.env)
+        if ready != run.ready:
+            run.ready = ready
+            self.report(pod["metadata"], run, c)
+
+    def report(self, meta: dict[str, Any], run: PodRun, c: dict[str, Any]) -> None:
+        alive = run.proc is not None and run.proc.poll() is None
+        t = now()
+        ready = "True" if (alive and run.ready) else "False"
+        state: dict[str, Any] = (
+            {"running": {"startedAt": t}}
+            if alive
+            else {
+                "terminated": {
+                    "exitCode": run.proc.returncode if run.proc else 0,
+                    "reason": "Error",
+                    "finishedAt": t,
+                }
+            }
+        )
+        self.patch_status(
+            meta,
+            {
+                "phase": "Running",
+                "podIP": run.ip,
+                "podIPs": [{"ip": run.ip}],
+                "hostIP": "127.0.0.1",
+                "hostIPs": [{"ip": "127.0.0.1"}],
+                "startTime": t,
+                "conditions": [
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+                    {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+                    {"type": "ContainersReady", "status": ready, "lastTransitionTime": t},
+                    {"type": "Ready", "status": ready, "lastTransitionTime": t},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": c["name"],
+                        "image": c.get("image", ""),
+                        "imageID": "",
+                        "containerID": f"standin://{run.proc.pid if run.proc else 0}",
+                        "ready": ready == "True",
+                        "started": alive,
+                        "restartCount": run.restarts,
+                        "state": state,
+                    }
+                ],
+            },
+        )
+
+    def patch_status(self, meta: dict[str, Any], status: dict[str, Any]) -> None:
+        try:
+            self.core.patch_namespaced_pod_status(
+                meta["name"], meta["namespace"], {"status": status}
+            )
+        except ApiException as e:
+            log.info("status %s/%s: %s", meta["namespace"], meta["name"], e.reason)
+
+    # ---- stopping -------------------------------------------------------------------------
+    def kill(self, run: PodRun, sig: int) -> None:
+        if run.proc is not None and run.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.proc.pid, sig)
+
+    def reap(self, run: PodRun, timeout: float) -> None:
+        if run.proc is None:
+            return
+        try:
+            run.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill(run, signal.SIGKILL)
+            run.proc.wait(5)
+
+    def terminate(self, pod: dict[str, Any], run: PodRun | None) -> None:
+        meta = pod["metadata"]
+        if run is not None and run.proc is not None and run.proc.poll() is None:
+            if run.stopping_since is None:
+                run.stopping_since = time.monotonic()
+                run.grace = float(meta.get("deletionGracePeriodSeconds") or run.grace)
+                self.kill(run, signal.SIGTERM)
+                return
+            if time.monotonic() - run.stopping_since < run.grace:
+                return
+            self.kill(run, signal.SIGKILL)
+            self.reap(run, 5.0)
+        try:
+            self.core.delete_namespaced_pod(
+                meta["name"],
+                meta["namespace"],
+                body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}},
+            )
+        except ApiException as e:
+            if e.status not in (404, 409):
+                raise
+        if run is not None:
+            self.runs.pop(run.uid, None)
+
+    # ---- faults ---------------------------------------------------------------------------
+    def fault(self, action: str, q: dict[str, str]) -> tuple[int, Any]:
+        with self.lock:
+            if action == "/pods":
+                return 200, [
+                    {
+                        "namespace": r.namespace,
+                        "name": r.name,
+                        "ip": r.ip,
+                        "pid": r.proc.pid if r.proc else None,
+                        "ready": r.ready,
+                        "restarts": r.restarts,
+                        "volumes": r.pv_dirs,
+                        "argv": r.argv,
+                    }
+                    for r in self.runs.values()
+                ]
+            if action == "/kill":
+                for r in self.runs.values():
+                    if (r.namespace, r.name) == (q["namespace"], q["pod"]) and r.proc:
+                        self.kill(r, signal.SIGKILL)
+                        return 200, {"killed": r.proc.pid}
+                return 404, {"error": "no such running pod"}
+            if action == "/lose-disk":
+                path = volumes.pv_dir_of_claim(self.core, self.state, q["namespace"], q["pvc"])
+                if path is None:
+                    return 404, {"error": "no bound PV for that claim"}
+                shutil.rmtree(path)
+                path.mkdir(parents=True)
+                return 200, {"wiped": str(path)}
+        return 404, {"error": "unknown action"}
+
+
+def serve_control(k: Kubelet) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def handle_any(self) -> None:
+            u = urlparse(self.path)
+            q = {key: v[0] for key, v in parse_qs(u.query).items()}
+            try:
+                code, body = k.fault(u.path, q)
+            except Exception as e:
+                code, body = 500, {"error": repr(e)}
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = handle_any  # noqa: N815 - http.server names
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    (k.state / "control.port").write_text(str(srv.server_address[1]))
+    return srv
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="kubelet stand-in: pods as local processes")
+    ap.add_argument("--kubeconfig", type=Path, required=True)
+    ap.add_argument("--state", type=Path, required=True)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    args.state.mkdir(parents=True, exist_ok=True)
+    k = Kubelet(args.kubeconfig, args.state.resolve())
+    signal.signal(signal.SIGTERM, lambda *_: k.stop_event.set())
+    srv = serve_control(k)
+    try:
+        k.run()
+    finally:
+        srv.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
