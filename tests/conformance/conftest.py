@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.oracle_client import KafkaOracle, build_oracle
+from tests.conformance.oracle_client import MESSAGE_COVERAGE, KafkaOracle, build_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,3 +65,16 @@ def kafka_oracle(kafka_lib: Path) -> Iterator[KafkaOracle]:
         yield oracle
     finally:
         oracle.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line: how many message x version pairs (and values) went both ways through Kafka."""
+    if MESSAGE_COVERAGE:
+        pairs = len(MESSAGE_COVERAGE)
+        names = len({name for name, _ in MESSAGE_COVERAGE})
+        values = sum(MESSAGE_COVERAGE.values())
+        terminalreporter.write_line(
+            f"conformance: {pairs} message x version pairs ({names} messages) checked both ways "
+            f"against Kafka {kafka_version()}, {values} values, "
+            f"min {min(MESSAGE_COVERAGE.values())} per pair"
+        )

@@ -17,6 +17,7 @@ import queue
 import subprocess
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,10 @@ from typing import Any
 ORACLE_DIR = Path(__file__).resolve().parent / "oracle"
 
 Json = dict[str, Any]
+
+#: (message name, version) -> values checked both ways against Kafka in this session; the
+#: conformance conftest prints a summary of it at the end of the run.
+MESSAGE_COVERAGE: Counter[tuple[str, int]] = Counter()
 
 
 class OracleError(RuntimeError):
