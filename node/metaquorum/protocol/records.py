@@ -500,16 +500,21 @@ def iter_valid_batches(buf: bytes | bytearray | memoryview) -> Iterator[RecordBa
         yield batch
 
 
-def valid_prefix(buf: bytes | bytearray | memoryview) -> tuple[int, list[RecordBatch], str]:
-    """Longest prefix of whole, CRC-valid batches with increasing offsets.
+def valid_prefix(
+    buf: bytes | bytearray | memoryview, *, first_offset: int | None = None
+) -> tuple[int, list[RecordBatch], str]:
+    """Longest prefix of whole, CRC-valid batches with dense offsets and non-decreasing epochs.
 
-    Returns (bytes, batches, reason the scan stopped: "" if it reached the end). Used by
-    recovery: everything after the prefix is a torn or corrupt tail.
+    `first_offset`, when given, is the base offset the first batch must have. Returns (bytes,
+    batches, the reason the scan stopped: "" if it reached the end). Used by recovery:
+    everything after the prefix is a torn or corrupt tail. (BaseOffset and
+    PartitionLeaderEpoch are outside the CRC, hence the offset and epoch checks.)
     """
     mv = memoryview(buf)
     pos = 0
     batches: list[RecordBatch] = []
-    next_offset: int | None = None
+    next_offset = first_offset
+    epoch = -1
     while pos < len(mv):
         try:
             size = batch_size_at(mv, pos)
@@ -521,11 +526,25 @@ def valid_prefix(buf: bytes | bytearray | memoryview) -> tuple[int, list[RecordB
         if not batch.is_valid():
             return pos, batches, f"CRC mismatch in batch at byte {pos}"
         if batch.last_offset_delta < 0 or (
-            next_offset is not None and batch.base_offset < next_offset
+            next_offset is not None and batch.base_offset != next_offset
         ):
-            return pos, batches, f"offsets out of order in batch at byte {pos}"
+            return (
+                pos,
+                batches,
+                (
+                    f"batch at byte {pos} has base offset {batch.base_offset}, "
+                    f"expected {next_offset}"
+                ),
+            )
+        if batch.partition_leader_epoch < epoch:
+            return (
+                pos,
+                batches,
+                f"batch at byte {pos}: epoch {batch.partition_leader_epoch} < {epoch}",
+            )
         batches.append(batch)
         next_offset = batch.next_offset
+        epoch = batch.partition_leader_epoch
         pos += size
     return pos, batches, ""
 
