@@ -202,6 +202,16 @@ def _encode_record(
     out += body
 
 
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    write_varint(out, value)
+    return bytes(out)
+
+
+_SMALL = 1 << 14
+_VARINT = [_varint_bytes(v) for v in range(_SMALL)]
+
+
 def _write_nullable(out: bytearray, data: bytes | None) -> None:
     if data is None:
         write_varint(out, -1)
@@ -236,6 +246,21 @@ def build_batch(
     base_ts = stamps[0]
     out = bytearray(RECORDS_OFFSET)
     for i, (r, ts) in enumerate(zip(records, stamps, strict=True)):
+        if isinstance(r, bytes) and ts == base_ts and i < _SMALL:
+            # Fast path for KRaft data records: attributes 0, timestamp delta 0, null key,
+            # no headers.
+            n = len(r)
+            vlen = _VARINT[n] if n < _SMALL else _varint_bytes(n)
+            od = _VARINT[i]
+            body_len = 4 + len(od) + len(vlen) + n
+            out += _VARINT[body_len] if body_len < _SMALL else _varint_bytes(body_len)
+            out += b"\x00\x00"
+            out += od
+            out += b"\x01"
+            out += vlen
+            out += r
+            out += b"\x00"
+            continue
         rec = SimpleRecord(r) if isinstance(r, bytes) else r
         _encode_record(out, i, ts - base_ts, rec)
     attributes = (CONTROL_FLAG_MASK if control else 0) | (

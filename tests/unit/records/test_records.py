@@ -252,3 +252,19 @@ def test_fuzz_mutated_batches() -> None:
 def test_record_batch_requires_header() -> None:
     with pytest.raises(ProtocolError):
         RecordBatch(memoryview(b"\x00" * 20))
+
+
+@settings(max_examples=50)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=40), st.integers(0, 2**40))
+def test_fast_path_equals_general_encoding(values: list[bytes], ts: int) -> None:
+    fast = build_batch(0, 1, values, timestamp_ms=ts)
+    general = build_batch(0, 1, [SimpleRecord(v, None, (), ts) for v in values], timestamp_ms=ts)
+    assert fast == general
+
+
+def test_fast_path_large_value_and_many_records() -> None:
+    values = [b"v" * 20_000] + [b"x"] * 17_000
+    fast = build_batch(0, 1, values, timestamp_ms=3)
+    general = build_batch(0, 1, [SimpleRecord(v, None, (), 3) for v in values], timestamp_ms=3)
+    assert fast == general
+    assert [r.value for r in next(iter_valid_batches(fast))] == values
