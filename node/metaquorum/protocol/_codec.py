@@ -1,0 +1,72 @@
+"""Run-time helpers shared by the generated message codecs (`protocol/messages/*.py`).
+
+Role: the few operations that are the same for every struct: writing a tagged-fields section
+(KIP-482) from the known fields that differ from their defaults plus the unknown fields kept
+from a parse, and turning a tagged field's size mismatch into a `ProtocolError`.
+
+Invariants: tagged fields go out in ascending tag order with unknown fields merged in by tag
+(Kafka's `RawTaggedFieldWriter`); a known and an unknown field with the same tag is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from metaquorum.protocol.errors import ProtocolError
+from metaquorum.protocol.types import RawTaggedField, write_unsigned_varint
+
+
+def write_tagged(
+    out: bytearray, known: Sequence[tuple[int, bytes]], unknown: Sequence[RawTaggedField]
+) -> None:
+    """Append a tagged-fields section: count, then (tag, size, bytes) in ascending tag order."""
+    if not unknown:
+        write_unsigned_varint(out, len(known))
+        for tag, data in known:
+            write_unsigned_varint(out, tag)
+            write_unsigned_varint(out, len(data))
+            out += data
+        return
+    merged: list[tuple[int, bytes]] = list(known)
+    known_tags = {tag for tag, _ in known}
+    prev = -1
+    for raw in unknown:
+        if raw.tag in known_tags:
+            raise ProtocolError(f"unknown tagged field {raw.tag} clashes with a known tag")
+        if raw.tag <= prev:
+            raise ProtocolError("unknown tagged fields must be in strictly ascending tag order")
+        prev = raw.tag
+        merged.append((raw.tag, raw.data))
+    merged.sort(key=lambda item: item[0])
+    write_unsigned_varint(out, len(merged))
+    for tag, data in merged:
+        write_unsigned_varint(out, tag)
+        write_unsigned_varint(out, len(data))
+        out += data
+
+
+def tagged_size_mismatch(name: str, tag: int, expected_end: int, pos: int) -> ProtocolError:
+    return ProtocolError(
+        f"tagged field {name} (tag {tag}) declared {expected_end - pos:+d} bytes more than it used"
+    )
+
+
+def unsupported_version(name: str, version: int, lowest: int, highest: int) -> ProtocolError:
+    return ProtocolError(
+        f"unsupported version {version} of {name} (Kafka 4.3.1 supports {lowest}-{highest})"
+    )
+
+
+def non_default(field: str, version: int) -> ProtocolError:
+    """Kafka's UnsupportedVersionException for a non-ignorable field the version cannot carry."""
+    return ProtocolError(f"Attempted to write a non-default {field} at version {version}")
+
+
+def tags_unsupported(name: str, version: int) -> ProtocolError:
+    return ProtocolError(
+        f"Tagged fields were set, but version {version} of {name} does not support them"
+    )
+
+
+def null_in_non_nullable(field: str, version: int) -> ProtocolError:
+    return ProtocolError(f"non-nullable field {field} was null (version {version})")
