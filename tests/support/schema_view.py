@@ -53,7 +53,12 @@ def _fields(
             continue
         out.append({"name": fld.py_name, "type": _type(msg, fld, version, flexible)})
     if flexible:
-        out.append({"name": "_tagged_fields", "tagged": dict(sorted(tagged.items(), key=lambda kv: int(kv[0])))})
+        out.append(
+            {
+                "name": "_tagged_fields",
+                "tagged": dict(sorted(tagged.items(), key=lambda kv: int(kv[0]))),
+            }
+        )
     return out
 
 
