@@ -16,6 +16,8 @@ from typing import cast
 # Modules that provide subcommands, in the order `--help` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.protocol_cmd",
+    "metaquorum.cli.storage_cmd",
+    "metaquorum.cli.dump_log_cmd",
 )
 
 
