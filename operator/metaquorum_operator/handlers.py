@@ -1,0 +1,140 @@
+"""kopf handlers: a level-triggered reconcile loop per MetadataQuorum.
+
+Role: wire the pure planner to the cluster. One kopf timer per MetadataQuorum (every
+RECONCILE_INTERVAL seconds, and at once when the object appears or the operator starts) runs
+`reconcile`: observe -> plan -> execute one action -> observe again, up to MAX_STEPS actions, then
+write the status computed from the last observation. Every action the operator takes is posted
+as a Kubernetes Event on the MetadataQuorum. Deletion is plain garbage collection through the
+controller ownerReferences (PVCs too when spec.storage.deleteClaimsOnDelete); kopf's finalizer
+only stops the timer first.
+
+Run: `kopf run --standalone --all-namespaces -m metaquorum_operator.handlers` (the chart's
+Deployment does this). Invariants: kopf's own bookkeeping goes to annotations, never status (the
+CRD's status schema is closed); status is written only when it changes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+from typing import Any
+
+import kopf
+from kubernetes import client, config
+
+from metaquorum_operator import planner
+from metaquorum_operator.kube import Kube
+from metaquorum_operator.model import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    Names,
+    OperatorConfig,
+    Owner,
+    QuorumSpec,
+)
+from metaquorum_operator.status import compute_status, differs
+
+RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
+MAX_STEPS = 8
+_state: dict[str, Any] = {}
+
+
+def _api() -> client.ApiClient:
+    api = _state.get("api")
+    if api is None:
+        try:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            config.load_kube_config()  # type: ignore[no-untyped-call]
+        api = _state["api"] = client.ApiClient()
+    assert isinstance(api, client.ApiClient)
+    return api
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="metaquorum.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="metaquorum.dev")
+    settings.persistence.finalizer = "metaquorum.dev/operator"
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 60
+    _state["operator"] = OperatorConfig.from_env()
+    _api()
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=RECONCILE_INTERVAL, initial_delay=0.0)
+def reconcile(
+    body: kopf.Body,
+    meta: kopf.Meta,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    **_: Any,
+) -> None:
+    if meta.get("deletionTimestamp"):
+        return
+    kube = Kube(_api())
+    names = Names(name=str(meta["name"]), namespace=str(meta["namespace"]))
+    desired = planner.Desired(
+        spec=QuorumSpec.from_spec(dict(spec)),
+        names=names,
+        owner=Owner(name=names.name, uid=str(meta["uid"])),
+        operator=_state.get("operator") or OperatorConfig.from_env(),
+    )
+    quorum: planner.ObservedQuorum | None = None  # DescribeQuorum arrives with the node.
+    action: planner.Action = planner.Converged()
+    observed = kube.observe(names)
+    try:
+        for _step in range(MAX_STEPS):
+            action = planner.plan(desired, observed, quorum)
+            if isinstance(action, (planner.Wait, planner.Converged)):
+                break
+            kube.execute(action, names)
+            _post(body, action)
+            logger.info("%s", _describe(action))
+            observed = kube.observe(names)
+    except planner.NotOwned as e:
+        kopf.warn(body, reason="NotOwned", message=str(e))
+        raise kopf.TemporaryError(str(e), delay=30) from e
+    generation = int(meta.get("generation") or 0)
+    new = compute_status(
+        desired.spec,
+        names,
+        generation=generation,
+        observed=observed,
+        quorum=quorum,
+        action=action,
+        now=_now(),
+        previous=dict(status),
+    )
+    if differs(new, dict(status)):
+        kube.write_status(names, new)
+
+
+def _describe(action: planner.Action) -> str:
+    if isinstance(action, planner.Apply):
+        verb = "created" if action.create else "updated"
+        m = action.manifest
+        return f"{verb} {m['kind']} {m['metadata']['name']} ({action.reason})"
+    if isinstance(action, planner.ScaleStatefulSet):
+        return f"scaled StatefulSet to {action.replicas} replicas ({action.reason})"
+    if isinstance(action, planner.DeletePod):
+        return f"deleted pod {action.name} ({action.reason})"
+    return action.reason
+
+
+def _post(body: kopf.Body, action: planner.Action) -> None:
+    reason = {
+        planner.Apply: "Applied",
+        planner.ScaleStatefulSet: "Scaled",
+        planner.DeletePod: "RolledPod",
+    }.get(type(action), "Reconciled")
+    if isinstance(action, planner.Apply):
+        reason = "Created" if action.create else "Updated"
+    kopf.event(body, type="Normal", reason=reason, message=_describe(action))

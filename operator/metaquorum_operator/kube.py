@@ -1,0 +1,154 @@
+"""The operator's Kubernetes IO: observe the owned objects, execute one planner action.
+
+Role: the only module that calls the Kubernetes API for reconciles (handlers.py wires it to
+kopf). `observe` reads the ConfigMap, both Services, the PDB, the StatefulSet and its pods with
+uncached GETs, so each decision is made on fresh state. `execute` performs a planner action:
+create, or JSON-merge-patch an object to its desired manifest (lists replaced whole, the
+StatefulSet's immutable fields and replicas left alone); scale the StatefulSet; delete a pod.
+`write_status` patches the status subresource.
+
+Invariants: never deletes anything but a pod the planner named; all writes are to objects named
+by `Names` in the owner's namespace; a 409 on create (object appeared meanwhile) is not an error,
+the next observation sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from metaquorum_operator import builders
+from metaquorum_operator.model import GROUP, PLURAL, VERSION, Names
+from metaquorum_operator.planner import (
+    Action,
+    Apply,
+    DeletePod,
+    Observed,
+    ObservedObject,
+    ObservedPod,
+    ObservedStatefulSet,
+    ScaleStatefulSet,
+)
+
+MERGE = "application/merge-patch+json"
+
+
+def _obj(meta: Any) -> ObservedObject:
+    ann = meta.annotations or {}
+    return ObservedObject(
+        spec_hash=ann.get(builders.SPEC_HASH),
+        owner_uids=tuple(r.uid for r in meta.owner_references or []),
+    )
+
+
+def _get(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+class Kube:
+    def __init__(self, api: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api)
+        self.apps = client.AppsV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+
+    def observe(self, names: Names) -> Observed:
+        ns = names.namespace
+        objects: dict[str, ObservedObject | None] = {}
+        for key, fn, name in (
+            ("ConfigMap", self.core.read_namespaced_config_map, names.configmap),
+            ("HeadlessService", self.core.read_namespaced_service, names.headless_service),
+            ("ClientService", self.core.read_namespaced_service, names.client_service),
+            ("PodDisruptionBudget", self.policy.read_namespaced_pod_disruption_budget, names.pdb),
+        ):
+            found = _get(fn, name, ns)
+            objects[key] = None if found is None else _obj(found.metadata)
+        sts = _get(self.apps.read_namespaced_stateful_set, names.statefulset, ns)
+        observed_sts = None
+        if sts is not None:
+            st = sts.status
+            observed_sts = ObservedStatefulSet(
+                obj=_obj(sts.metadata),
+                replicas=int(sts.spec.replicas or 0),
+                ready_replicas=int(st.ready_replicas or 0) if st else 0,
+                current_replicas=int(st.current_replicas or 0) if st else 0,
+                observed_generation=int(st.observed_generation or 0) if st else 0,
+                generation=int(sts.metadata.generation or 0),
+                update_revision=st.update_revision if st else None,
+            )
+        pods = []
+        for p in self.core.list_namespaced_pod(ns, label_selector=names.label_selector()).items:
+            pm = p.metadata
+            assert pm is not None and pm.name is not None
+            name = pm.name
+            suffix = name.rsplit("-", 1)[-1]
+            if not name.startswith(names.statefulset + "-") or not suffix.isdigit():
+                continue
+            conds = (p.status.conditions or []) if p.status else []
+            ready = any(c.type == "Ready" and c.status == "True" for c in conds)
+            pods.append(
+                ObservedPod(
+                    name=name,
+                    ordinal=int(suffix),
+                    ready=ready,
+                    revision=(pm.labels or {}).get("controller-revision-hash"),
+                    terminating=pm.deletion_timestamp is not None,
+                )
+            )
+        return Observed(
+            objects=objects, statefulset=observed_sts, pods=sorted(pods, key=lambda p: p.ordinal)
+        )
+
+    def execute(self, action: Action, names: Names) -> None:
+        ns = names.namespace
+        if isinstance(action, Apply):
+            m = action.manifest
+            name = m["metadata"]["name"]
+            kind = m["kind"]
+            creators: dict[str, Any] = {
+                "ConfigMap": self.core.create_namespaced_config_map,
+                "Service": self.core.create_namespaced_service,
+                "PodDisruptionBudget": self.policy.create_namespaced_pod_disruption_budget,
+                "StatefulSet": self.apps.create_namespaced_stateful_set,
+            }
+            patchers: dict[str, Any] = {
+                "ConfigMap": self.core.patch_namespaced_config_map,
+                "Service": self.core.patch_namespaced_service,
+                "PodDisruptionBudget": self.policy.patch_namespaced_pod_disruption_budget,
+                "StatefulSet": self.apps.patch_namespaced_stateful_set,
+            }
+            if action.create:
+                try:
+                    creators[kind](ns, m)
+                except ApiException as e:
+                    if e.status != 409:
+                        raise
+                return
+            body = (
+                builders.statefulset_update_patch(m)
+                if kind == "StatefulSet"
+                else {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
+            )
+            patchers[kind](name, ns, body, _content_type=MERGE)
+        elif isinstance(action, ScaleStatefulSet):
+            self.apps.patch_namespaced_stateful_set(
+                names.statefulset, ns, {"spec": {"replicas": action.replicas}}, _content_type=MERGE
+            )
+        elif isinstance(action, DeletePod):
+            try:
+                self.core.delete_namespaced_pod(action.name, ns)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+
+    def write_status(self, names: Names, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, names.namespace, PLURAL, names.name, {"status": status}
+        )

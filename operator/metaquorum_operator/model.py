@@ -1,0 +1,168 @@
+"""The MetadataQuorum resource as typed values: the spec the user asks for, names and labels.
+
+Role: parse a MetadataQuorum's `spec` (already defaulted and validated by the apiserver from
+crds/metadataquorums.metaquorum.dev.yaml) into a frozen `QuorumSpec`, and derive every name the
+operator uses from the resource name, so builders, planner and handlers agree. Also the
+operator-wide settings (`OperatorConfig`, from the operator's environment).
+
+Invariants: pure (no IO); parsing applies the same defaults as the CRD so a spec read from an
+older object without defaults still yields the same desired state; names are the resource name
+plus fixed suffixes (DNS-1035 safe when the resource name is).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+GROUP = "metaquorum.dev"
+VERSION = "v1alpha1"
+PLURAL = "metadataquorums"
+KIND = "MetadataQuorum"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+DATA_DIR = "/var/lib/metaquorum"
+CONFIG_DIR = "/etc/metaquorum"
+CONFIG_FILE = "server.properties"
+TLS_DIR = "/etc/metaquorum/tls"
+CLUSTER_DOMAIN = "cluster.local"
+DEFAULT_NODE_COMMAND = ("metaquorum", "server", "start")
+
+# Keys the operator writes itself; the CRD refuses them in spec.config (keep both lists equal).
+MANAGED_KEYS = frozenset(
+    {
+        "node.id",
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "listeners",
+        "advertised.listeners",
+        "controller.listener.names",
+        "listener.security.protocol.map",
+        "metadata.log.dir",
+        "log.dirs",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumSpec:
+    replicas: int = 3
+    image: str = "metaquorum/node:0.1.0"
+    image_pull_policy: str = "IfNotPresent"
+    storage_size: str = "1Gi"
+    storage_class_name: str | None = None
+    delete_claims_on_delete: bool = False
+    resources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    config: Mapping[str, str] = field(default_factory=dict)
+    controller_port: int = 9093
+    http_port: int = 8080
+    tls_enabled: bool = False
+    tls_secret_name: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
+        storage = spec.get("storage") or {}
+        listeners = spec.get("listeners") or {}
+        tls = spec.get("tls") or {}
+        return cls(
+            replicas=int(spec.get("replicas", 3)),
+            image=str(spec.get("image", "metaquorum/node:0.1.0")),
+            image_pull_policy=str(spec.get("imagePullPolicy", "IfNotPresent")),
+            storage_size=str(storage.get("size", "1Gi")),
+            storage_class_name=storage.get("storageClassName") or None,
+            delete_claims_on_delete=bool(storage.get("deleteClaimsOnDelete", False)),
+            resources={k: dict(v) for k, v in (spec.get("resources") or {}).items()},
+            config={str(k): str(v) for k, v in (spec.get("config") or {}).items()},
+            controller_port=int(listeners.get("controllerPort", 9093)),
+            http_port=int(listeners.get("httpPort", 8080)),
+            tls_enabled=bool(tls.get("enabled", False)),
+            tls_secret_name=tls.get("secretName") or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """Every object name derived from one MetadataQuorum."""
+
+    name: str
+    namespace: str
+
+    @property
+    def statefulset(self) -> str:
+        return self.name
+
+    @property
+    def headless_service(self) -> str:
+        return f"{self.name}-headless"
+
+    @property
+    def client_service(self) -> str:
+        return self.name
+
+    @property
+    def configmap(self) -> str:
+        return f"{self.name}-config"
+
+    @property
+    def pdb(self) -> str:
+        return self.name
+
+    def pod(self, ordinal: int) -> str:
+        return f"{self.name}-{ordinal}"
+
+    def pod_fqdn(self, ordinal: int) -> str:
+        return f"{self.pod(ordinal)}.{self.headless_service}.{self.namespace}.svc.{CLUSTER_DOMAIN}"
+
+    def selector_labels(self) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "metaquorum", "app.kubernetes.io/instance": self.name}
+
+    def labels(self) -> dict[str, str]:
+        return {
+            **self.selector_labels(),
+            "app.kubernetes.io/component": "controller",
+            "app.kubernetes.io/managed-by": "metaquorum-operator",
+        }
+
+    def label_selector(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(self.selector_labels().items()))
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The owning MetadataQuorum, for ownerReferences."""
+
+    name: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    """Operator-wide settings. `node_command` is the node container's command; the e2e tier
+    overrides it (METAQUORUM_NODE_COMMAND, a JSON list) until the node image exists."""
+
+    node_command: tuple[str, ...] = DEFAULT_NODE_COMMAND
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
+        env = os.environ if env is None else env
+        raw = env.get("METAQUORUM_NODE_COMMAND")
+        if not raw:
+            return cls()
+        cmd = json.loads(raw)
+        if not isinstance(cmd, list) or not cmd or not all(isinstance(c, str) for c in cmd):
+            raise ValueError("METAQUORUM_NODE_COMMAND must be a non-empty JSON list of strings")
+        return cls(node_command=tuple(cmd))

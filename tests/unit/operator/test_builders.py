@@ -1,0 +1,125 @@
+"""Resource builders: the properties the operator relies on, checked on the built manifests."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from metaquorum_operator import builders
+from metaquorum_operator.model import DATA_DIR, Names, OperatorConfig, Owner, QuorumSpec
+
+NAMES = Names("q", "ns")
+OWNER = Owner("q", "uid-1")
+OP = OperatorConfig(node_command=("node",))
+
+
+def props(text: str) -> dict[str, str]:
+    """A minimal java.util.Properties reader (key=value lines, # comments)."""
+    out = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            out[k] = v
+    return out
+
+
+def all_objects(spec: QuorumSpec) -> list[dict]:
+    return [
+        builders.configmap(spec, NAMES, OWNER),
+        builders.headless_service(spec, NAMES, OWNER),
+        builders.client_service(spec, NAMES, OWNER),
+        builders.pod_disruption_budget(spec, NAMES, OWNER),
+        builders.statefulset(spec, NAMES, OWNER, OP, 3),
+    ]
+
+
+def test_every_object_is_owned_labelled_and_hashed() -> None:
+    for obj in all_objects(QuorumSpec()):
+        meta = obj["metadata"]
+        assert meta["namespace"] == "ns"
+        (ref,) = meta["ownerReferences"]
+        assert (ref["uid"], ref["kind"], ref["controller"]) == ("uid-1", "MetadataQuorum", True)
+        assert meta["labels"]["app.kubernetes.io/instance"] == "q"
+        assert len(meta["annotations"][builders.SPEC_HASH]) == 16
+
+
+def test_builders_are_deterministic() -> None:
+    assert all_objects(QuorumSpec(replicas=5)) == all_objects(QuorumSpec(replicas=5))
+
+
+def test_statefulset_shape() -> None:
+    spec = QuorumSpec(storage_size="3Gi", storage_class_name="fast")
+    sts = builders.statefulset(spec, NAMES, OWNER, OP, 2)["spec"]
+    assert sts["replicas"] == 2
+    assert sts["podManagementPolicy"] == "Parallel"
+    assert sts["updateStrategy"] == {"type": "OnDelete"}
+    assert sts["serviceName"] == NAMES.headless_service
+    (vct,) = sts["volumeClaimTemplates"]
+    assert vct["spec"]["resources"]["requests"]["storage"] == "3Gi"
+    assert vct["spec"]["storageClassName"] == "fast"
+    assert sts["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Retain"
+    (c,) = sts["template"]["spec"]["containers"]
+    assert c["command"] == ["node"]
+    assert {"name": "data", "mountPath": DATA_DIR} in c["volumeMounts"]
+    assert c["readinessProbe"]["httpGet"]["port"] == "http"
+    assert sts["selector"]["matchLabels"].items() <= sts["template"]["metadata"]["labels"].items()
+
+
+def test_statefulset_hash_ignores_replicas_but_not_the_template() -> None:
+    h = lambda o: o["metadata"]["annotations"][builders.SPEC_HASH]  # noqa: E731
+    base = QuorumSpec()
+    assert h(builders.statefulset(base, NAMES, OWNER, OP, 1)) == h(
+        builders.statefulset(base, NAMES, OWNER, OP, 5)
+    )
+    other = dataclasses.replace(base, image="other:2")
+    assert h(builders.statefulset(base, NAMES, OWNER, OP, 1)) != h(
+        builders.statefulset(other, NAMES, OWNER, OP, 1)
+    )
+
+
+def test_config_changes_change_the_pod_template() -> None:
+    a = QuorumSpec()
+    b = dataclasses.replace(a, config={"controller.quorum.fetch.timeout.ms": "3000"})
+    ta = builders.statefulset(a, NAMES, OWNER, OP, 3)["spec"]["template"]
+    tb = builders.statefulset(b, NAMES, OWNER, OP, 3)["spec"]["template"]
+    assert ta != tb
+
+
+def test_server_properties_use_kafka_names_and_list_every_voter() -> None:
+    spec = QuorumSpec(replicas=3, config={"controller.quorum.election.timeout.ms": "500"})
+    p = props(builders.configmap(spec, NAMES, OWNER)["data"]["server.properties"])
+    assert p["process.roles"] == "controller"
+    assert p["controller.listener.names"] == "CONTROLLER"
+    assert p["listeners"] == "CONTROLLER://:9093"
+    assert p["controller.quorum.election.timeout.ms"] == "500"
+    servers = p["controller.quorum.bootstrap.servers"].split(",")
+    assert servers == [f"q-{i}.q-headless.ns.svc.cluster.local:9093" for i in range(3)]
+    assert "node.id" not in p
+
+
+def test_tls_adds_the_secret_volume_and_ssl_listener() -> None:
+    spec = QuorumSpec(tls_enabled=True, tls_secret_name="certs")
+    sts = builders.statefulset(spec, NAMES, OWNER, OP, 3)["spec"]["template"]["spec"]
+    assert {"name": "tls", "secret": {"secretName": "certs"}} in sts["volumes"]
+    p = props(builders.configmap(spec, NAMES, OWNER)["data"]["server.properties"])
+    assert p["listener.security.protocol.map"] == "CONTROLLER:SSL"
+
+
+def test_services_and_pdb() -> None:
+    spec = QuorumSpec(controller_port=19093, http_port=18080)
+    headless = builders.headless_service(spec, NAMES, OWNER)["spec"]
+    assert headless["clusterIP"] == "None" and headless["publishNotReadyAddresses"]
+    assert sorted(p["port"] for p in headless["ports"]) == [18080, 19093]
+    client = builders.client_service(spec, NAMES, OWNER)["spec"]
+    assert client["type"] == "ClusterIP" and client["selector"] == NAMES.selector_labels()
+    pdb = builders.pod_disruption_budget(spec, NAMES, OWNER)
+    assert pdb["apiVersion"] == "policy/v1"
+    assert pdb["spec"]["maxUnavailable"] == 1
+
+
+def test_update_patch_leaves_immutable_fields_and_replicas_alone() -> None:
+    desired = builders.statefulset(QuorumSpec(), NAMES, OWNER, OP, 3)
+    patch = builders.statefulset_update_patch(desired)
+    for key in (*builders.STATEFULSET_IMMUTABLE, "replicas"):
+        assert key not in patch["spec"]
+    assert patch["spec"]["template"] == desired["spec"]["template"]
+    assert patch["metadata"]["annotations"] == desired["metadata"]["annotations"]
