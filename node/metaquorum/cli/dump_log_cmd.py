@@ -39,11 +39,19 @@ def _dump(args: argparse.Namespace) -> int:
         except DumpError as e:
             print(f"metaquorum dump-log: {e}", file=sys.stderr)
             return 1
-        if counts["invalid_batches"] or counts["invalid_bytes"]:
-            bad.append(
-                f"{path}: {counts['invalid_batches']} invalid batches, "
-                f"{counts['invalid_bytes']} invalid trailing bytes"
+        problems = []
+        if counts["invalid_batches"]:
+            problems.append(
+                f"{counts['invalid_batches']} invalid batches (first at byte "
+                f"{counts['first_invalid_position']})"
             )
+        if counts["invalid_bytes"]:
+            problems.append(
+                f"{counts['invalid_bytes']} invalid trailing bytes at byte "
+                f"{counts['invalid_position']}"
+            )
+        if problems:
+            bad.append(f"{path}: " + ", ".join(problems))
     if bad:
         print("metaquorum dump-log: " + "; ".join(bad), file=sys.stderr)
         return 1

@@ -17,7 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from metaquorum.protocol import json_form
-from metaquorum.protocol.control_records import DUMP_NAMES, decode_control_record
+from metaquorum.protocol.control_records import (
+    DUMP_NAMES,
+    ControlRecordType,
+    decode_control_record,
+)
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.records import (
     CompressionType,
@@ -63,7 +67,9 @@ def _records_lines(b: RecordBatch, print_data: bool) -> list[str]:
                 kind, message = decode_control_record(r)
                 name = DUMP_NAMES.get(kind, kind.name)
                 body = "" if message is None else json_form.dumps(json_form.to_json(message, 0))
-                line += f" {name}: {body}"
+                # Kafka prints "LeaderChange: {json}" but "SnapshotHeader {json}" etc.
+                sep = ":" if kind == ControlRecordType.LEADER_CHANGE else ""
+                line += f" {name}{sep} {body}"
             elif print_data:
                 key = "" if r.key is None else r.key.decode("utf-8", "backslashreplace")
                 value = "" if r.value is None else r.value.decode("utf-8", "backslashreplace")
@@ -83,7 +89,9 @@ def dump_file(
     print_data: bool = False,
     emit: Callable[[str], None] = print,
 ) -> dict[str, int]:
-    """Print `path`; returns counts {batches, invalid_batches, invalid_bytes}."""
+    """Print `path` as Kafka's DumpLogSegments does; returns counts {batches, invalid_batches,
+    invalid_bytes} plus `first_invalid_position` / `invalid_position` (byte positions) when
+    there is damage."""
     name = path.name
     if name.endswith(".log"):
         stem = name[: -len(".log")].split(".")[0]
@@ -129,11 +137,13 @@ def dump_file(
         emit(_batch_line(batch))
         if not batch.is_valid():
             counts["invalid_batches"] += 1
-        elif deep:
+            counts.setdefault("first_invalid_position", pos)
+        if deep:
             for line in _records_lines(batch, print_data):
                 emit(line)
         pos += size
     if pos < len(data):
         counts["invalid_bytes"] = len(data) - pos
-        emit(f"Found {len(data) - pos} invalid bytes at the end of {path.name} (position {pos})")
+        counts["invalid_position"] = pos
+        emit(f"Found {len(data) - pos} invalid bytes at the end of {path.name}")
     return counts

@@ -184,11 +184,10 @@ def test_dump_log_segment_and_snapshot(tmp_path: Path, capsys: pytest.CaptureFix
     ckpt = tmp_path / "meta/__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"
     assert _cli(["dump-log", "--files", str(ckpt), "--deep-iteration"]) == 0
     text = capsys.readouterr().out
-    assert (
-        'SnapshotHeader: {"version":0,' in text
-        and 'KRaftVersion: {"version":0,"kRaftVersion":1}' in text
-    )
-    assert "KRaftVoters: {" in text and 'SnapshotFooter: {"version":0}' in text
+    # In snapshots Kafka's DumpLogSegments prints "<Type> {json}" (no colon).
+    assert 'SnapshotHeader {"version":0,' in text
+    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in text
+    assert "KRaftVoters {" in text and 'SnapshotFooter {"version":0}' in text
 
 
 def test_dump_log_reports_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -198,11 +197,19 @@ def test_dump_log_reports_damage(tmp_path: Path, capsys: pytest.CaptureFixture[s
     bad[-1] ^= 1
     seg.write_bytes(good + bytes(bad) + good[:20])
     counts = dump_file(seg, deep_iteration=True, emit=lambda _l: None)
-    assert counts == {"batches": 2, "invalid_batches": 1, "invalid_bytes": 20}
+    assert counts == {
+        "batches": 2,
+        "invalid_batches": 1,
+        "invalid_bytes": 20,
+        "first_invalid_position": len(good),
+        "invalid_position": 2 * len(good),
+    }
     assert _cli(["dump-log", "--files", str(seg)]) == 1
     captured = capsys.readouterr()
-    assert "isvalid: false" in captured.out and f"position {2 * len(good)}" in captured.out
-    assert "1 invalid batches, 20 invalid trailing bytes" in captured.err
+    assert "isvalid: false" in captured.out
+    assert "Found 20 invalid bytes at the end of 00000000000000000000.log" in captured.out
+    assert f"1 invalid batches (first at byte {len(good)})" in captured.err
+    assert f"20 invalid trailing bytes at byte {2 * len(good)}" in captured.err
     other = tmp_path / "foo.txt"
     other.write_text("x")
     assert _cli(["dump-log", "--files", str(other)]) == 1
