@@ -33,7 +33,7 @@ from metaquorum.protocol.records import (
 )
 from metaquorum.storage.epoch_cache import EpochEntry, LeaderEpochCache
 from metaquorum.storage.fsutil import fsync_dir
-from metaquorum.storage.segment import LOG_SUFFIX, BatchInfo, LogSegment
+from metaquorum.storage.segment import LOG_SUFFIX, BatchInfo, LogCorruptionError, LogSegment
 from metaquorum.storage.snapshots import (
     OffsetAndEpoch,
     clean_snapshot_dir,
@@ -60,6 +60,9 @@ class LogConfig:
     segment_bytes: int = 1 << 30  # metadata.log.segment.bytes
     index_interval_bytes: int = 4096
     fsync: bool = True
+    # Kafka truncates at the first bad batch wherever it is; we do so only for a torn tail
+    # unless this is set (an operator's explicit choice to drop what follows the damage).
+    truncate_corruption: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +125,24 @@ class MetadataLog:
             seg = LogSegment(
                 self.directory, base, index_interval_bytes=self.config.index_interval_bytes
             )
-            if infos and base < infos[-1].last_offset + 1:
-                report.reasons.append(f"{seg.log_path}: overlaps the previous segment; removed")
-                report.removed_files.append(seg.log_path)
-                seg.delete()
-                continue
-            result = seg.recover()
+            expected = infos[-1].last_offset + 1 if infos else None
+            if expected is not None and base != expected:
+                seg.close()
+                self._refuse_or_drop(
+                    bases[i:],
+                    f"{seg.log_path}: base offset {base} but the previous segment ends at "
+                    f"{expected} ({'overlap' if base < expected else 'missing segment'})",
+                )
+                break
+            try:
+                result = seg.recover(
+                    is_last=i == len(bases) - 1,
+                    truncate_corruption=self.config.truncate_corruption,
+                )
+            except BaseException:
+                seg.close()
+                self.close()
+                raise
             self.segments.append(seg)
             infos += result.batches
             if result.index_rebuilt:
@@ -138,11 +153,8 @@ class MetadataLog:
                     f"{seg.log_path}: cut {result.truncated_bytes} bytes at byte "
                     f"{result.valid_bytes}: {result.reason}"
                 )
-                # Everything after a damaged segment is unreachable: drop later segments.
-                for later in bases[i + 1 :]:
-                    doomed = LogSegment(self.directory, later)
-                    report.removed_files.append(doomed.log_path)
-                    doomed.delete()
+                if i + 1 < len(bases):  # only reachable with truncate_corruption
+                    self._refuse_or_drop(bases[i + 1 :], f"{seg.log_path} was cut")
                 break
         if not self.segments:
             self.segments.append(self._new_segment(0))
@@ -157,6 +169,20 @@ class MetadataLog:
         self.flushed_offset = self.log_end_offset
         if report.removed_files or report.truncated_bytes:
             fsync_dir(self.directory)
+
+    def _refuse_or_drop(self, bases: list[int], why: str) -> None:
+        """Later segments that cannot follow: refuse to open, or (truncate_corruption) drop."""
+        if not self.config.truncate_corruption:
+            self.close()
+            raise LogCorruptionError(
+                f"{why}: refusing to open; move the segments from offset {bases[0]} away "
+                "or rebuild this replica from another voter"
+            )
+        for base in bases:
+            doomed = LogSegment(self.directory, base)
+            self.recovery.removed_files.append(doomed.log_path)
+            self.recovery.reasons.append(f"{doomed.log_path}: removed ({why})")
+            doomed.delete()
 
     def _rebuild_epoch_cache(self, infos: list[BatchInfo], log_start: int) -> None:
         """The log scan is the truth: one entry per epoch at its first batch, the entry that

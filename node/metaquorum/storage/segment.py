@@ -22,11 +22,14 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.records import (
     LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     RECORD_BATCH_OVERHEAD,
     RecordBatch,
+    batch_size_at,
     valid_prefix,
 )
 from metaquorum.storage.fsutil import fsync_dir
@@ -35,6 +38,30 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 _ENTRY = struct.Struct(">ii")
 _HEADER = struct.Struct(">qiiB")  # base offset, length, epoch, magic
+
+
+class LogCorruptionError(ProtocolError):
+    """Damage recovery must not repair silently (it would drop records after it)."""
+
+
+def _next_valid_batch(data: bytes, start: int) -> int | None:
+    """Position of the first whole CRC-valid v2 batch beginning after `start`, if any."""
+    mv = memoryview(data)
+    for pos in range(start + 1, len(data) - RECORD_BATCH_OVERHEAD + 1):
+        if data[pos + MAGIC_OFFSET] != 2:
+            continue
+        try:
+            size = batch_size_at(mv, pos)
+        except ProtocolError:
+            continue
+        if size is None or pos + size > len(data):
+            continue
+        try:
+            if RecordBatch(mv[pos : pos + size], pos).is_valid():
+                return pos
+        except ProtocolError:
+            continue
+    return None
 
 
 def segment_name(base_offset: int, suffix: str) -> str:
@@ -84,10 +111,29 @@ class LogSegment:
         self.closed = False
 
     # --- open-time recovery ----------------------------------------------------------------
-    def recover(self) -> RecoveryResult:
-        """Validate the log (length, CRC, offsets), cut a bad tail, check/rebuild the index."""
+    def recover(self, *, is_last: bool = True, truncate_corruption: bool = False) -> RecoveryResult:
+        """Validate the log (length, CRC, offsets), cut a torn tail, check/rebuild the index.
+
+        Damage is cut only when it is a torn tail: in the last segment, with no whole valid
+        batch after it. Anything else (a bad batch followed by valid ones, damage in an older
+        segment) raises `LogCorruptionError` naming the file and byte, unless
+        `truncate_corruption` (Kafka's behaviour: truncate at the first bad batch).
+        """
         data = os.pread(self._fd, self.size, 0) if self.size else b""
         valid, batches, reason = valid_prefix(data, first_offset=self.base_offset)
+        if valid < self.size and not truncate_corruption:
+            follow = _next_valid_batch(data, valid)
+            if follow is not None or not is_last:
+                why = (
+                    f"a valid batch follows at byte {follow}"
+                    if follow is not None
+                    else "later segments hold data"
+                )
+                raise LogCorruptionError(
+                    f"{self.log_path}: corrupt data at byte {valid} of {self.size} ({reason}) "
+                    f"and {why}: not a torn write, refusing to truncate; move the segment "
+                    "away or rebuild this replica from another voter"
+                )
         infos = [
             BatchInfo(
                 b.position, b.base_offset, b.last_offset, b.partition_leader_epoch, b.size_in_bytes

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from metaquorum.protocol.records import build_batch, iter_valid_batches
 from metaquorum.storage.log import LogConfig, MetadataLog
+from metaquorum.storage.segment import LogCorruptionError
 from metaquorum.storage.snapshots import OffsetAndEpoch, RawSnapshotWriter, list_snapshots
 
 CFG = LogConfig(segment_bytes=1 << 20, index_interval_bytes=100, fsync=False)
@@ -89,7 +92,7 @@ def test_bit_flips_in_last_batch(tmp_path: Path, pristine: tuple[Path, list[int]
         shutil.rmtree(d)
 
 
-def test_corruption_in_middle_drops_the_rest(
+def test_corruption_in_middle_is_refused_not_truncated(
     tmp_path: Path, pristine: tuple[Path, list[int]]
 ) -> None:
     src, ends = pristine
@@ -97,16 +100,48 @@ def test_corruption_in_middle_drops_the_rest(
     shutil.copytree(src, d)
     path = d / "00000000000000000000.log"
     data = bytearray(path.read_bytes())
-    data[ends[1] + 30] ^= 0xFF  # inside batch 2
+    data[ends[1] + 30] ^= 0xFF  # inside batch 2; batches 3.. are intact
     path.write_bytes(bytes(data))
-    log = MetadataLog.open(d, CFG)
+    with pytest.raises(LogCorruptionError) as info:
+        MetadataLog.open(d, CFG)
+    msg = str(info.value)
+    assert "00000000000000000000.log" in msg and f"at byte {ends[1]}" in msg
+    assert f"valid batch follows at byte {ends[2]}" in msg
+    assert path.read_bytes() == bytes(data)  # nothing was changed
+    # The operator may choose Kafka's behaviour explicitly: truncate at the damage.
+    log = MetadataLog.open(d, replace(CFG, truncate_corruption=True))
     assert log.log_end_offset == 3  # batches 0 (1 record) and 1 (2 records)
-    assert (
-        "CRC" in log.recovery.reasons[0] and "00000000000000000000.log" in log.recovery.reasons[0]
-    )
-    assert f"at byte {ends[1]}" in log.recovery.reasons[0]
+    [reason] = log.recovery.reasons
+    assert "CRC" in reason and f"at byte {ends[1]}" in reason
     assert [e.epoch for e in log.epoch_cache.entries] == [1]
     log.close()
+
+
+def _segmented(directory: Path) -> list[Path]:
+    log = MetadataLog.open(directory, replace(CFG, segment_bytes=300))
+    for i in range(12):
+        log.append_records_as_leader([b"x" * 30], 1, timestamp_ms=i)
+    log.close()
+    segs = sorted(directory.glob("*.log"))
+    assert len(segs) >= 3
+    return segs
+
+
+def test_damage_in_older_segment_is_refused(tmp_path: Path) -> None:
+    segs = _segmented(tmp_path)
+    with open(segs[0], "r+b") as f:
+        f.truncate(segs[0].stat().st_size - 5)
+    with pytest.raises(LogCorruptionError, match=re.escape(segs[0].name)):
+        MetadataLog.open(tmp_path, CFG)
+    assert all(p.exists() for p in segs)
+
+
+def test_missing_segment_is_refused(tmp_path: Path) -> None:
+    segs = _segmented(tmp_path)
+    segs[1].unlink()
+    with pytest.raises(LogCorruptionError, match="missing segment"):
+        MetadataLog.open(tmp_path, CFG)
+    assert segs[2].exists()
 
 
 @pytest.mark.parametrize("damage", ["missing", "empty", "garbage", "stale", "odd-size"])
