@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from metaquorum.protocol.records import iter_valid_batches
+from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.storage.dump import dump_file
 from metaquorum.storage.epoch_cache import parse_checkpoint
 from metaquorum.storage.log import LogConfig, MetadataLog
@@ -107,6 +108,10 @@ def test_our_reader_reads_kafka_dir(kafka_dir: Path, tmp_path: Path) -> None:
         assert log.snapshots and log.snapshots[0].offset == 0  # the bootstrap checkpoint
     finally:
         log.close()
+    # what our replica open writes for partition.metadata is what Kafka wrote
+    assert (partition / "partition.metadata").read_text() == (
+        f"version: 0\ntopic_id: {METADATA_TOPIC_ID}"
+    )
     snap = read_snapshot(partition / "00000000000000000000-0000000000.checkpoint")
     assert snap.voters is not None and snap.voters.voters[0].voter_directory_id == meta.directory_id
     # our recovery never rewrote Kafka's log bytes
