@@ -1,0 +1,273 @@
+"""Fixtures of the e2e tier: one suite, two clusters.
+
+- `E2E_CLUSTER=local` (default): the real control plane on loopback (controlplane.py) with the
+  kubelet stand-in (kubelet.py) as a child process; binaries from e2e/tools/ (cached).
+- `E2E_CLUSTER=kind`: a kind cluster where a container runtime exists (kindcluster.py): images
+  built from node/Dockerfile and operator/Dockerfile, loaded, the chart installed.
+
+`cluster` is session-wide; `operator` installs the chart (helm install, which also installs the
+CRD from the chart's crds/) and waits for the operator Deployment; `namespace` gives each test
+its own namespace and deletes it after. Start times are printed in the terminal summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TIMINGS: dict[str, float] = {}
+
+
+def wait_for(fn: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    """Poll fn until it returns a truthy value; fail with `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+        except Exception as e:  # an API blip or not-yet-existing object
+            last = e
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
+
+
+@dataclass
+class Cluster:
+    kind: str
+    kubeconfig: Path
+    clients_bin: Path
+    api: client.ApiClient
+    standin_control: str | None = None
+    placeholder: list[str] = field(default_factory=list)
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def apps(self) -> client.AppsV1Api:
+        return client.AppsV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    def run(
+        self, tool: str, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        proc = subprocess.run(
+            [str(self.clients_bin / tool), *args],
+            input=input,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{tool} {' '.join(args)} failed:\n{proc.stderr}{proc.stdout}")
+        return proc
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run("kubectl", *args, input=input, check=check)
+
+    def helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run("helm", *args, check=check)
+
+    def pod_http(self, namespace: str, pod: str, port: int, path: str) -> Any:
+        """GET a pod's HTTP endpoint: directly on its loopback IP here, through the apiserver's
+        pod proxy on kind (the apiserver refuses to proxy to loopback addresses)."""
+        if self.kind == "kind":
+            out = self.kubectl(
+                "get", "--raw", f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy{path}"
+            )
+            return json.loads(out.stdout)
+        ip = self.core.read_namespaced_pod(pod, namespace).status.pod_ip
+        with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=5) as r:
+            return json.loads(r.read())
+
+    def standin(self, action: str, **query: str) -> Any:
+        if self.standin_control is None:
+            pytest.skip("needs the kubelet stand-in (E2E_CLUSTER=local)")
+        qs = "&".join(f"{k}={v}" for k, v in query.items())
+        req = urllib.request.Request(f"{self.standin_control}{action}?{qs}", method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+
+def _clients_bin() -> Path:
+    env = os.environ.get("E2E_CLIENTS_BIN")
+    if env:
+        return Path(env)
+    out = subprocess.run(
+        [str(HERE / "tools" / "install-clients.sh")], check=True, stdout=subprocess.PIPE, text=True
+    )
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def local_cluster() -> Iterator[Cluster]:
+    from controlplane import ControlPlane, stop_pid
+
+    root = Path(tempfile.mkdtemp(prefix="metaquorum-e2e-"))
+    cp = ControlPlane(root)
+    kubelet: subprocess.Popen[bytes] | None = None
+    t_start = time.monotonic()
+    try:
+        cp.start()
+        TIMINGS["control plane start to /readyz (s)"] = cp.start_seconds
+        log = open(root / "kubelet.log", "ab")  # noqa: SIM115 - owned by the child
+        kubelet = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "kubelet.py"),
+                "--kubeconfig",
+                str(cp.kubeconfig),
+                "--state",
+                str(root / "kubelet"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        port_file = root / "kubelet" / "control.port"
+        wait_for(port_file.exists, 30, "the kubelet stand-in's control port")
+        api = config.new_client_from_config(str(cp.kubeconfig))
+        c = Cluster(
+            "local",
+            cp.kubeconfig,
+            _clients_bin(),
+            api,
+            standin_control=f"http://127.0.0.1:{port_file.read_text()}",
+            placeholder=["python3", str(HERE / "placeholder_node.py")],
+        )
+
+        def node_ready() -> bool:
+            node = c.core.read_node("standin")
+            return any(x.type == "Ready" and x.status == "True" for x in node.status.conditions)
+
+        wait_for(node_ready, 30, "node standin Ready")
+        # the controller-manager's service-account and root-CA controllers are up when the
+        # default namespace has both
+        wait_for(
+            lambda: c.core.read_namespaced_service_account("default", "default"),
+            60,
+            "the default ServiceAccount (controller-manager running)",
+        )
+        TIMINGS["control plane + stand-in usable (s)"] = time.monotonic() - t_start
+        yield c
+    finally:
+        if kubelet is not None:
+            stop_pid(kubelet.pid, grace=15)
+        cp.stop()
+        if os.environ.get("E2E_KEEP") != "1":
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"\ne2e state kept in {root}")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    kind = os.environ.get("E2E_CLUSTER", "local")
+    if kind == "kind":
+        from kindcluster import kind_cluster
+
+        with kind_cluster(_clients_bin()) as c:
+            yield c
+    elif kind == "local":
+        with local_cluster() as c:
+            yield c
+    else:
+        raise pytest.UsageError(f"E2E_CLUSTER must be local or kind, not {kind!r}")
+
+
+OPERATOR_NS = "metaquorum-system"
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: Cluster) -> str:
+    """helm install the chart; returns the operator's namespace once its Deployment is ready."""
+    t0 = time.monotonic()
+    if cluster.kind == "local":
+        values = [
+            "--set-json",
+            f"operator.nodeCommand={json.dumps(cluster.placeholder)}",
+            "--set",
+            "operator.reconcileInterval=1",
+        ]
+    else:
+        values = [
+            "--set",
+            "image.repository=metaquorum/operator",
+            "--set",
+            "image.tag=e2e",
+            "--set-json",
+            f"operator.nodeCommand={json.dumps(cluster.placeholder)}",
+        ]
+    cluster.helm(
+        "install",
+        "metaquorum",
+        str(ROOT / "charts" / "metaquorum"),
+        "--namespace",
+        OPERATOR_NS,
+        "--create-namespace",
+        *values,
+    )
+    wait_for(
+        lambda: (
+            (
+                cluster.apps.read_namespaced_deployment_status(
+                    "metaquorum", OPERATOR_NS
+                ).status.ready_replicas
+                or 0
+            )
+            >= 1
+        ),
+        60,
+        "the operator Deployment to be ready",
+    )
+    TIMINGS["helm install to operator ready (s)"] = time.monotonic() - t0
+    return OPERATOR_NS
+
+
+_counter: list[int] = []
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    _counter.append(1)
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.originalname.lower().replace("_", "-"))
+    name = f"t{len(_counter)}-{base.removeprefix('test-')}"[:50].strip("-")
+    cluster.core.create_namespace({"metadata": {"name": name}})
+    yield name
+    cluster.core.delete_namespace(name)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if TIMINGS:
+        terminalreporter.section("e2e timings")
+        for k, v in TIMINGS.items():
+            terminalreporter.write_line(f"{k}: {v:.1f}")

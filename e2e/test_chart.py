@@ -1,0 +1,71 @@
+"""The Helm chart: lint, template, schema, and the rendered objects accepted by the apiserver."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Cluster
+
+pytestmark = pytest.mark.e2e
+
+CHART = str(Path(__file__).resolve().parents[1] / "charts" / "metaquorum")
+
+
+def render(cluster: Cluster, *args: str) -> list[dict]:  # type: ignore[type-arg]
+    out = cluster.helm("template", "mq", CHART, "--namespace", "ops", *args).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_helm_lint_strict(cluster: Cluster) -> None:
+    out = cluster.helm("lint", "--strict", CHART)
+    assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout
+
+
+def test_template_renders_the_operator_objects(cluster: Cluster) -> None:
+    docs = render(cluster)
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount"]
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert c["command"][:3] == ["kopf", "run", "--standalone"]
+    assert "--all-namespaces" in c["command"]
+    assert dep["spec"]["strategy"]["type"] == "Recreate"
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"]
+        assert "secrets" not in rule["resources"]
+        if "update" in rule["verbs"]:  # only for blockOwnerDeletion
+            assert rule["resources"] == ["metadataquorums/finalizers"]
+        if "delete" in rule["verbs"]:  # only the OnDelete roller
+            assert rule["resources"] == ["pods"]
+
+
+def test_values_select_namespace_and_node_command(cluster: Cluster) -> None:
+    docs = render(
+        cluster,
+        "--set",
+        "operator.watchNamespace=team-a",
+        "--set-json",
+        'operator.nodeCommand=["python3","x.py"]',
+    )
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert "--namespace=team-a" in c["command"] and "--all-namespaces" not in c["command"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["METAQUORUM_NODE_COMMAND"] == '["python3","x.py"]'
+
+
+def test_values_schema_refuses_typos(cluster: Cluster) -> None:
+    proc = cluster.helm("template", "mq", CHART, "--set", "operater.logLevel=debug", check=False)
+    assert proc.returncode != 0
+    assert "operater" in proc.stderr
+    proc = cluster.helm("template", "mq", CHART, "--set", "operator.logLevel=loud", check=False)
+    assert proc.returncode != 0
+
+
+def test_rendered_objects_pass_server_side_validation(cluster: Cluster) -> None:
+    out = cluster.helm("template", "mq", CHART, "--namespace", "default").stdout
+    res = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=out)
+    assert res.stdout.count("(server dry run)") == 4, res.stdout
