@@ -381,7 +381,8 @@ class MetadataLog:
 
     # --- reads -----------------------------------------------------------------------------
     def read(self, start_offset: int, max_bytes: int) -> LogFetchInfo:
-        """Whole batches from the one holding `start_offset`, at least one, up to max_bytes."""
+        """Whole batches from the one holding `start_offset`, at least one, up to max_bytes,
+        from a single segment (as Kafka: the next read continues in the next segment)."""
         if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {start_offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
