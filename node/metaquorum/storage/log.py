@@ -418,11 +418,14 @@ class MetadataLog:
         return True
 
     def truncate_to_latest_snapshot(self) -> bool:
-        """Follower after downloading a snapshot past its log: drop the whole log."""
+        """Follower after downloading a snapshot: if it is ahead of the log (a later epoch,
+        or the same epoch past the end), drop the whole log and start at the snapshot, as
+        KafkaMetadataLog.truncateToLatestSnapshot. Older snapshots are deleted."""
         latest = self.latest_snapshot_id()
-        if latest is None or (
-            latest.offset <= self.log_end_offset
-            and (self.epoch_cache.epoch_for_offset(latest.offset - 1) == latest.epoch)
+        latest_epoch = max(self.epoch_cache.latest_epoch(), 0)
+        if latest is None or not (
+            latest.epoch > latest_epoch
+            or (latest.epoch == latest_epoch and latest.offset > self.log_end_offset)
         ):
             return False
         self._truncate_fully(latest.offset)

@@ -180,3 +180,34 @@ def test_snapshot_past_log_end_truncates_fully(tmp_path: Path) -> None:
     log.append_records_as_leader([b"b"], 6, timestamp_ms=0)
     assert log.end_offset_for_epoch(5) == OffsetAndEpoch(100, 5)
     log.close()
+
+
+def test_follower_installs_downloaded_snapshot(tmp_path: Path) -> None:
+    log = MetadataLog.open(tmp_path, SMALL)
+    log.append_records_as_leader([b"a", b"b"], 1, timestamp_ms=0)
+    assert not log.truncate_to_latest_snapshot()  # no snapshot yet
+    # a snapshot of the leader's log at (50, 3), downloaded in unaligned pieces
+    src = RawSnapshotWriter(tmp_path, OffsetAndEpoch(1, 1), fsync=False)
+    src.append(build_batch(0, 1, [b"old"], timestamp_ms=0))
+    src.freeze()
+    log.snapshot_frozen(OffsetAndEpoch(1, 1))
+    assert not log.truncate_to_latest_snapshot()  # behind the log: nothing to do
+    body = build_batch(0, 3, [b"s1", b"s2"], timestamp_ms=0)
+    w = RawSnapshotWriter(tmp_path, OffsetAndEpoch(50, 3), fsync=False)
+    for i in range(0, len(body), 7):
+        w.append(body[i : i + 7])
+    w.freeze()
+    log.snapshot_frozen(OffsetAndEpoch(50, 3))
+    assert log.truncate_to_latest_snapshot()
+    assert (log.log_start_offset, log.log_end_offset, log.last_fetched_epoch()) == (50, 50, 3)
+    assert log.snapshots == [OffsetAndEpoch(50, 3)]
+    assert sorted(p.name for p in tmp_path.glob("*.checkpoint")) == [
+        "00000000000000000050-0000000003.checkpoint"
+    ]
+    log.append_as_follower(build_batch(50, 3, [b"next"], timestamp_ms=0))
+    # older than every epoch in the log: (log start, requested epoch), as Kafka answers
+    assert log.end_offset_for_epoch(2) == OffsetAndEpoch(50, 2)
+    log.close()
+    again = MetadataLog.open(tmp_path, SMALL)
+    assert (again.log_start_offset, again.log_end_offset) == (50, 51)
+    again.close()
