@@ -27,7 +27,10 @@ def kafka_version() -> str:
 def kafka_lib() -> Path:
     """Directory holding Kafka's jars and their runtime dependencies."""
     if shutil.which("java") is None:
-        pytest.fail("java is not installed: the conformance tier needs a JDK (apt-get install openjdk-17-jdk-headless)")
+        pytest.fail(
+            "java is not installed: the conformance tier needs a JDK "
+            "(apt-get install openjdk-17-jdk-headless)"
+        )
     out = subprocess.run(
         [str(ROOT / "scripts" / "kafka-jars.sh")],
         check=True,
@@ -46,7 +49,12 @@ def kafka_classpath(kafka_lib: Path) -> str:
 
 
 def run_kafka_class(
-    classpath: str, main_class: str, args: Sequence[str], *, timeout: float = 120.0, check: bool = True
+    classpath: str,
+    main_class: str,
+    args: Sequence[str],
+    *,
+    timeout: float = 120.0,
+    check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's main classes (a JVM per call: ~1.5 s; use sparingly)."""
     cmd = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath, main_class, *args]
