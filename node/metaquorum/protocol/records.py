@@ -26,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -428,38 +428,28 @@ class RecordBatch:
 
     def _read_record(self, buf: memoryview, pos: int, end: int) -> tuple[Record, int]:
         where = self.position + pos
-        length, pos = read_varint(buf, pos, end)
+        length, pos = _small_varint(buf, pos, end, read_varint)
         if length < 1 or pos + length > end:
             raise ProtocolError(f"record at byte {where}: bad length {length}")
         rend = pos + length
         attributes = buf[pos]
-        pos += 1
-        ts_delta, pos = read_varlong(buf, pos, rend)
-        offset_delta, pos = read_varint(buf, pos, rend)
+        ts_delta, pos = _small_varint(buf, pos + 1, rend, read_varlong)
+        offset_delta, pos = _small_varint(buf, pos, rend, read_varint)
         key, pos = _read_nullable(buf, pos, rend, where)
         value, pos = _read_nullable(buf, pos, rend, where)
-        count, pos = read_varint(buf, pos, rend)
-        if count < 0:
-            raise ProtocolError(f"record at byte {where}: negative header count {count}")
-        headers: list[Header] = []
-        for _ in range(count):
-            hkey, pos = _read_nullable(buf, pos, rend, where)
-            if hkey is None:
-                raise ProtocolError(f"record at byte {where}: null header key")
-            hval, pos = _read_nullable(buf, pos, rend, where)
-            try:
-                headers.append(Header(hkey.decode("utf-8"), hval))
-            except UnicodeDecodeError as e:
-                raise ProtocolError(f"record at byte {where}: header key not UTF-8") from e
+        count, pos = _small_varint(buf, pos, rend, read_varint)
+        headers: tuple[Header, ...] = ()
+        if count:
+            headers, pos = _read_headers(buf, pos, rend, where, count)
         if pos != rend:
             raise ProtocolError(f"record at byte {where}: {rend - pos} unread bytes")
         rec = Record(
-            offset=self.base_offset + offset_delta,
-            timestamp=self.base_timestamp + ts_delta,
-            key=key,
-            value=value,
-            headers=tuple(headers),
-            attributes=attributes,
+            self.base_offset + offset_delta,
+            self.base_timestamp + ts_delta,
+            key,
+            value,
+            headers,
+            attributes,
         )
         return rec, rend
 
@@ -471,13 +461,46 @@ class RecordBatch:
         )
 
 
+def _small_varint(
+    buf: memoryview, pos: int, end: int, slow: Callable[[memoryview, int, int], tuple[int, int]]
+) -> tuple[int, int]:
+    """A ZigZag varint, with the one- and two-byte cases (most lengths and deltas) inline."""
+    if pos + 1 < end:
+        b = buf[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            raw = (b & 0x7F) | (b2 << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    return slow(buf, pos, end)
+
+
 def _read_nullable(buf: memoryview, pos: int, end: int, where: int) -> tuple[bytes | None, int]:
-    n, pos = read_varint(buf, pos, end)
+    n, pos = _small_varint(buf, pos, end, read_varint)
     if n == -1:
         return None, pos
     if n < -1 or pos + n > end:
         raise ProtocolError(f"record at byte {where}: bad field length {n}")
     return bytes(buf[pos : pos + n]), pos + n
+
+
+def _read_headers(
+    buf: memoryview, pos: int, end: int, where: int, count: int
+) -> tuple[tuple[Header, ...], int]:
+    if count < 0:
+        raise ProtocolError(f"record at byte {where}: negative header count {count}")
+    headers: list[Header] = []
+    for _ in range(count):
+        hkey, pos = _read_nullable(buf, pos, end, where)
+        if hkey is None:
+            raise ProtocolError(f"record at byte {where}: null header key")
+        hval, pos = _read_nullable(buf, pos, end, where)
+        try:
+            headers.append(Header(hkey.decode("utf-8"), hval))
+        except UnicodeDecodeError as e:
+            raise ProtocolError(f"record at byte {where}: header key not UTF-8") from e
+    return tuple(headers), pos
 
 
 def batch_size_at(buf: memoryview | bytes, pos: int = 0) -> int | None:

@@ -268,3 +268,20 @@ def test_fast_path_large_value_and_many_records() -> None:
     general = build_batch(0, 1, [SimpleRecord(v, None, (), 3) for v in values], timestamp_ms=3)
     assert fast == general
     assert [r.value for r in next(iter_valid_batches(fast))] == values
+
+
+@given(st.binary(min_size=1, max_size=6), st.integers(0, 3))
+def test_inline_varint_matches_reference(data: bytes, extra: int) -> None:
+    from metaquorum.protocol.records import _small_varint
+
+    buf = memoryview(data)
+    for end in range(len(data) + 1):
+        try:
+            want: tuple[int, int] | str = read_varint(buf, 0, end)
+        except ProtocolError:
+            want = "error"
+        try:
+            got: tuple[int, int] | str = _small_varint(buf, 0, end, read_varint)
+        except ProtocolError:
+            got = "error"
+        assert got == want
