@@ -129,9 +129,9 @@ def _clients_bin() -> Path:
 
 @contextlib.contextmanager
 def local_cluster() -> Iterator[Cluster]:
-    from controlplane import ControlPlane, stop_pid
+    from controlplane import ControlPlane
 
-    root = Path(tempfile.mkdtemp(prefix="metaquorum-e2e-"))
+    root = Path(tempfile.mkdtemp(prefix="metaquorum-e2e-", dir=os.environ.get("E2E_STATE_ROOT")))
     cp = ControlPlane(root)
     kubelet: subprocess.Popen[bytes] | None = None
     t_start = time.monotonic()
@@ -153,6 +153,7 @@ def local_cluster() -> Iterator[Cluster]:
             start_new_session=True,
         )
         log.close()
+        (root / "kubelet.pid").write_text(str(kubelet.pid))
         port_file = root / "kubelet" / "control.port"
         wait_for(port_file.exists, 30, "the kubelet stand-in's control port")
         api = config.new_client_from_config(str(cp.kubeconfig))
@@ -180,9 +181,7 @@ def local_cluster() -> Iterator[Cluster]:
         TIMINGS["control plane + stand-in usable (s)"] = time.monotonic() - t_start
         yield c
     finally:
-        if kubelet is not None:
-            stop_pid(kubelet.pid, grace=15)
-        cp.stop()
+        cp.stop()  # the stand-in first (it stops its pods), then the control plane
         if os.environ.get("E2E_KEEP") != "1":
             shutil.rmtree(root, ignore_errors=True)
         else:

@@ -306,11 +306,12 @@ def stop_pid(pid: int, grace: float = 10.0) -> None:
 
 
 def stop_dir(root: Path) -> None:
-    """Stop the processes whose pid files are in root, in reverse start order."""
-    for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+    """Stop the processes whose pid files are in root, in reverse start order (the kubelet
+    stand-in first: it stops its pods on SIGTERM)."""
+    for name in ("kubelet", "kube-controller-manager", "kube-apiserver", "etcd"):
         pidfile = root / f"{name}.pid"
         if pidfile.exists():
-            stop_pid(int(pidfile.read_text()))
+            stop_pid(int(pidfile.read_text()), grace=20.0 if name == "kubelet" else 10.0)
             pidfile.unlink()
 
 

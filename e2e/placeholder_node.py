@@ -4,7 +4,8 @@ Role: what the operator's StatefulSet pods run in the e2e tier today. It follows
 container contract (docs/operator.md): reads its config file (--config), keeps a data directory
 (METAQUORUM_DATA_DIR) and serves HTTP on $POD_IP:$METAQUORUM_HTTP_PORT with /healthz and
 /readyz. Extra endpoints for tests: /status (JSON: data-dir marker, whether this start found an
-empty directory, the config file), /resolve?host=NAME (how this process resolves a name).
+empty directory, the config file), /resolve?host=NAME (how this process resolves a name),
+/unready?seconds=N (/readyz answers 503 for N seconds).
 Invariant: the marker file in the data dir is written once per empty directory, so a test can
 tell a kept disk from a new one. Stops on SIGTERM.
 """
@@ -17,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,12 +39,20 @@ def main() -> int:
     if fresh:
         marker.write_text(uuid.uuid4().hex)
     config = Path(args.config).read_text() if args.config and Path(args.config).exists() else ""
+    unready_until = [0.0]
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             u = urlparse(self.path)
+            if u.path == "/readyz" and time.monotonic() < unready_until[0]:
+                self.send_error(503, "made unready by /unready")
+                return
             if u.path in ("/healthz", "/readyz"):
                 body: object = "ok"
+            elif u.path == "/unready":
+                seconds = float(parse_qs(u.query)["seconds"][0])
+                unready_until[0] = time.monotonic() + seconds
+                body = {"unready_for": seconds}
             elif u.path == "/status":
                 body = {
                     "marker": marker.read_text() if marker.exists() else None,

@@ -25,6 +25,17 @@ PY=python3; [[ -x .tools/bin/python ]] && PY=.tools/bin/python
 CLIENTS_BIN="$(PYTHON=$PY e2e/tools/install-clients.sh)" || fail "installing helm and kubectl"
 export E2E_CLIENTS_BIN="$CLIENTS_BIN"
 echo "=== e2e: tools ready in $((SECONDS - t0)) s; running the suite"
+# Each cluster's state dir (pid files of the processes it started) lives under this run's root,
+# so a pytest killed hard still leaves nothing running: stop exactly those pids on exit.
+E2E_STATE_ROOT="$(mktemp -d /tmp/metaquorum-e2e-run.XXXXXX)"
+export E2E_STATE_ROOT
+cleanup() {
+    for d in "$E2E_STATE_ROOT"/*/; do
+        [[ -d "$d" ]] && .venv/bin/python e2e/controlplane.py down "$d"
+    done
+    [[ "${E2E_KEEP:-0}" == "1" ]] || rm -rf "$E2E_STATE_ROOT"
+}
+trap cleanup EXIT
 .venv/bin/pytest e2e -p no:cacheprovider "$@"
 rc=$?
 echo "tier e2e: pytest exit $rc, whole tier $((SECONDS - t0)) s"

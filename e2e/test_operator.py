@@ -157,6 +157,27 @@ def test_config_change_rolls_pods_and_keeps_data(cluster: Cluster, quorum: str) 
     assert after["marker"] == before["marker"] and after["fresh"] is False
 
 
+def test_status_follows_what_the_operator_observes(cluster: Cluster, quorum: str) -> None:
+    ns = quorum
+
+    def ready_condition() -> dict[str, Any]:
+        conds = mq(cluster, ns)["status"]["conditions"]
+        return dict(next(c for c in conds if c["type"] == "Ready"))
+
+    since = ready_condition()["lastTransitionTime"]
+    cluster.pod_http(ns, "quorum-1", 8080, "/unready?seconds=10")
+
+    def degraded() -> dict[str, Any] | None:
+        st = mq(cluster, ns)["status"]
+        c = next(c for c in st["conditions"] if c["type"] == "Ready")
+        down = c["status"] == "False" and "quorum-1" in c["message"]
+        return st if down and st["phase"] == "Degraded" and st["readyReplicas"] == 2 else None
+
+    wait_for(degraded, 10, "Ready=False, Degraded, 2 ready while quorum-1 is unready")
+    wait_for(lambda: running(cluster, ns, 3), 60, "Running again")
+    assert ready_condition()["lastTransitionTime"] >= since
+
+
 def test_deleting_the_cr_cleans_up(cluster: Cluster, quorum: str) -> None:
     ns = quorum
     cluster.kubectl("delete", "metadataquorum", "quorum", "-n", ns, "--timeout=60s")
