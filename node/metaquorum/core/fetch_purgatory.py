@@ -1,7 +1,8 @@
 """Parked Fetch long-polls on the leader (Kafka's `FuturePurgatory` for fetches; KIP-1166).
 
 Role: hold a follower's Fetch that found nothing to return until (a) the log grows past its
-fetch offset, (b) the high watermark moves past the HW the follower reported (KIP-1166), or
+fetch offset, (b) the high watermark moves past the HW the follower reported (KIP-1166; a follower
+that reported none, i.e. an older Fetch version, only waits for data), or
 (c) its `MaxWaitMs` expires. Invariants: each parked fetch completes exactly once; completion
 order is the order of parking; a newer fetch from the same replica replaces the older one
 (the older is answered at once so the follower is never left without a response).
@@ -46,8 +47,11 @@ class FetchPurgatory(Generic[T]):
         """Remove and return every fetch that now has an answer or has expired."""
         done: list[ParkedFetch[T]] = []
         for rid, f in list(self._parked.items()):
-            hw_moved = high_watermark is not None and (
-                f.follower_high_watermark is None or f.follower_high_watermark < high_watermark
+            follower_hw = f.follower_high_watermark
+            hw_moved = (
+                high_watermark is not None
+                and follower_hw is not None
+                and follower_hw < high_watermark
             )
             if end_offset > f.fetch_offset or hw_moved or now_ms >= f.expire_ms:
                 done.append(f)

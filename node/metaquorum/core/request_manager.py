@@ -45,9 +45,21 @@ class RequestManager:
             return False
         return now_ms >= conn.backoff_until_ms
 
-    def has_inflight(self, destination: int) -> bool:
+    def has_inflight(self, destination: int, now_ms: int) -> bool:
+        """A request is in flight to `destination` and has not timed out by `now_ms`."""
         conn = self._conns.get(destination)
-        return conn is not None and conn.inflight_correlation_id is not None
+        if conn is None or conn.inflight_correlation_id is None:
+            return False
+        if now_ms >= conn.request_deadline_ms:
+            conn.inflight_correlation_id = None
+            conn.backoff_until_ms = now_ms + self.retry_backoff_ms
+            return False
+        return True
+
+    def back_off(self, destination: int, now_ms: int) -> None:
+        """An answered request failed (an error code): retry only after the backoff."""
+        conn = self._conn(destination)
+        conn.backoff_until_ms = max(conn.backoff_until_ms, now_ms + self.retry_backoff_ms)
 
     def on_request_sent(self, destination: int, correlation_id: int, now_ms: int) -> None:
         conn = self._conn(destination)

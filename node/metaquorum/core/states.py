@@ -163,6 +163,7 @@ class ResignedState:
     election_deadline_ms: int
     unacked_voters: frozenset[int]
     preferred_successors: tuple[int, ...]
+    high_watermark: int | None = None
     role: Role = field(default=Role.RESIGNED, init=False)
 
     def election(self, local_id: int) -> ElectionState:

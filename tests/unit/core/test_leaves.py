@@ -90,7 +90,7 @@ def test_request_manager_backoff_timeout_and_stale_responses():
     rm.on_request_sent(2, 8, 100)
     assert rm.next_deadline_ms(2) == 200
     assert not rm.is_ready(2, 200)  # times out, now backing off
-    assert not rm.has_inflight(2)
+    assert not rm.has_inflight(2, 200)
     assert rm.is_ready(2, 220)
     assert not rm.on_response(2, 8, True, 230)  # late response after the timeout
 

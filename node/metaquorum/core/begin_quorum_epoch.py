@@ -1,0 +1,123 @@
+"""BeginQuorumEpoch RPC (KIP-595 §BeginQuorumEpoch; v1 per KIP-853).
+
+Role: a new leader tells the voters about its epoch; the leader re-sends it to every voter that
+has not fetched within `fetch.timeout.ms / 2` (Kafka's `beginQuorumEpochTimeoutMs`).
+Invariants: a BeginQuorumEpoch of an older epoch is fenced (FENCED_LEADER_EPOCH) and never
+changes state; one of the current or a newer epoch makes the receiver follow that leader.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.rpc_common import (
+    PARTITION,
+    TOPIC_NAME,
+    has_valid_cluster_id,
+    maybe_handle_common_response,
+    to_error,
+    validate_voter_only_request,
+)
+from metaquorum.core.states import LeaderState
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import BeginQuorumEpochRequestData, BeginQuorumEpochResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def build_begin_quorum_epoch_request(
+    node: RaftNode, destination: int
+) -> BeginQuorumEpochRequestData:
+    partition = BeginQuorumEpochRequestData.PartitionData(
+        partition_index=PARTITION, leader_id=node.local_id, leader_epoch=node.epoch
+    )
+    return BeginQuorumEpochRequestData(
+        cluster_id=node.cluster_id,
+        voter_id=destination,
+        topics=[
+            BeginQuorumEpochRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+        ],
+    )
+
+
+def build_begin_quorum_epoch_response(
+    node: RaftNode, error: Errors
+) -> BeginQuorumEpochResponseData:
+    partition = BeginQuorumEpochResponseData.PartitionData(
+        partition_index=PARTITION,
+        error_code=int(error),
+        leader_id=node.leader_id,
+        leader_epoch=node.epoch,
+    )
+    return BeginQuorumEpochResponseData(
+        error_code=0,
+        topics=[
+            BeginQuorumEpochResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+        ],
+    )
+
+
+def handle_begin_quorum_epoch_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, BeginQuorumEpochRequestData)
+
+    def respond(message: BeginQuorumEpochResponseData) -> None:
+        node.emit(SendResponse(event.source, event.correlation_id, message))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(BeginQuorumEpochResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
+        return
+    topics = request.topics
+    if len(topics) != 1 or topics[0].topic_name != TOPIC_NAME or len(topics[0].partitions) != 1:
+        respond(BeginQuorumEpochResponseData(error_code=int(Errors.INVALID_REQUEST)))
+        return
+    p = topics[0].partitions[0]
+    error = validate_voter_only_request(node, p.leader_id, p.leader_epoch)
+    if error != Errors.NONE:
+        respond(build_begin_quorum_epoch_response(node, error))
+        return
+    node.maybe_transition(p.leader_id, p.leader_epoch)
+    if request.voter_id >= 0 and request.voter_id != node.local_id:
+        respond(build_begin_quorum_epoch_response(node, Errors.INVALID_VOTER_KEY))
+        return
+    respond(build_begin_quorum_epoch_response(node, Errors.NONE))
+
+
+def handle_begin_quorum_epoch_response(node: RaftNode, event: ResponseReceived) -> None:
+    response = event.message
+    assert isinstance(response, BeginQuorumEpochResponseData)
+    if response.error_code != 0 or len(response.topics) != 1:
+        return
+    for p in response.topics[0].partitions[:1]:
+        error = to_error(p.error_code)
+        maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch)
+
+
+def poll_leader(node: RaftNode) -> int:
+    """Send BeginQuorumEpoch to voters that have not fetched recently; the next deadline."""
+    st = node.state
+    assert isinstance(st, LeaderState)
+    now = node.now_ms
+    timeout = node.config.begin_quorum_epoch_timeout_ms
+    if now < st.begin_quorum_epoch_deadline_ms:
+        return st.begin_quorum_epoch_deadline_ms
+    assert node.progress is not None
+    for voter in node.voters.sorted_ids():
+        if voter == node.local_id:
+            continue
+        replica = node.progress.voters.get(voter)
+        recently = (
+            replica is not None
+            and replica.last_fetch_ms >= 0
+            and now - replica.last_fetch_ms < timeout
+        )
+        if not recently and node.requests.is_ready(voter, now):
+            node.send(voter, build_begin_quorum_epoch_request(node, voter))
+    deadline = now + timeout
+    node.state = LeaderState(
+        st.epoch, st.epoch_start_offset, st.granting_voters, st.check_quorum_deadline_ms, deadline
+    )
+    return deadline

@@ -1,0 +1,94 @@
+"""DescribeQuorum RPC (KIP-595 §DescribeQuorum, KIP-836 timestamps, v2 per KIP-853).
+
+Role: the leader reports its epoch, HW and, per voter and observer, the log end offset and
+the last fetch / last caught-up timestamps (the leader reports itself at `now`).
+Invariants: only the leader answers with data; any other replica answers top-level NONE with
+a partition-level NOT_LEADER_OR_FOLLOWER (Kafka's `singletonErrorResponse`); a request for any
+other partition gets UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived
+from metaquorum.core.high_watermark import ReplicaProgress
+from metaquorum.core.rpc_common import PARTITION, TOPIC_NAME
+from metaquorum.core.states import LeaderState
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def _error_response(error: Errors, message: str | None) -> DescribeQuorumResponseData:
+    partition = DescribeQuorumResponseData.PartitionData(
+        partition_index=PARTITION, error_code=int(error), error_message=message
+    )
+    return DescribeQuorumResponseData(
+        error_code=0,
+        topics=[
+            DescribeQuorumResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+        ],
+    )
+
+
+def _replica_state(node: RaftNode, r: ReplicaProgress) -> DescribeQuorumResponseData.ReplicaState:
+    if r.replica_id == node.local_id:
+        return DescribeQuorumResponseData.ReplicaState(
+            replica_id=r.replica_id,
+            log_end_offset=node.log.end_offset,
+            last_fetch_timestamp=node.now_ms,
+            last_caught_up_timestamp=node.now_ms,
+        )
+    return DescribeQuorumResponseData.ReplicaState(
+        replica_id=r.replica_id,
+        log_end_offset=-1 if r.end_offset is None else r.end_offset,
+        last_fetch_timestamp=r.last_fetch_ms,
+        last_caught_up_timestamp=r.last_caught_up_ms,
+    )
+
+
+def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData:
+    assert node.progress is not None
+    hw = node.high_watermark
+    partition = DescribeQuorumResponseData.PartitionData(
+        partition_index=PARTITION,
+        error_code=0,
+        leader_id=node.local_id,
+        leader_epoch=node.epoch,
+        high_watermark=-1 if hw is None else hw,
+        current_voters=[
+            _replica_state(node, node.progress.voters[v]) for v in sorted(node.progress.voters)
+        ],
+        observers=[
+            _replica_state(node, node.progress.observers[o])
+            for o in sorted(node.progress.observers)
+        ],
+    )
+    return DescribeQuorumResponseData(
+        error_code=0,
+        topics=[
+            DescribeQuorumResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+        ],
+    )
+
+
+def handle_describe_quorum_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, DescribeQuorumRequestData)
+    topics = request.topics
+    if (
+        len(topics) != 1
+        or topics[0].topic_name != TOPIC_NAME
+        or len(topics[0].partitions) != 1
+        or topics[0].partitions[0].partition_index != PARTITION
+    ):
+        response = _error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+    elif not isinstance(node.state, LeaderState):
+        response = _error_response(Errors.NOT_LEADER_OR_FOLLOWER, "not the leader")
+    else:
+        response = build_describe_quorum_response(node)
+    node.emit(SendResponse(event.source, event.correlation_id, response))

@@ -1,0 +1,143 @@
+"""EndQuorumEpoch RPC (KIP-595 §EndQuorumEpoch; v1 PreferredCandidates per KIP-853).
+
+Role: a resigning leader tells the voters, listing its successors most caught up first; a
+follower of that leader then shortens its fetch timeout by Kafka's strict exponential backoff
+for its position (0 for the first, so the most up-to-date voter runs first).
+Invariants: only the follower of the resigning leader in that epoch changes its timer; an
+older epoch is fenced.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.rpc_common import (
+    PARTITION,
+    TOPIC_NAME,
+    has_valid_cluster_id,
+    maybe_handle_common_response,
+    to_error,
+    validate_voter_only_request,
+)
+from metaquorum.core.states import FollowerState, ResignedState
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import EndQuorumEpochRequestData, EndQuorumEpochResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def strict_exponential_election_backoff_ms(position: int, total: int, backoff_max_ms: int) -> int:
+    """Kafka's `strictExponentialElectionBackoffMs`."""
+    if position == 0:
+        return 0
+    if position < 0 or position >= total:
+        return backoff_max_ms
+    base = backoff_max_ms >> (total - 1)
+    return min(backoff_max_ms, base << (position - 1))
+
+
+def build_end_quorum_epoch_request(node: RaftNode, st: ResignedState) -> EndQuorumEpochRequestData:
+    partition = EndQuorumEpochRequestData.PartitionData(
+        partition_index=PARTITION,
+        leader_id=node.local_id,
+        leader_epoch=st.epoch,
+        preferred_successors=list(st.preferred_successors),
+        preferred_candidates=[
+            EndQuorumEpochRequestData.ReplicaInfo(candidate_id=c) for c in st.preferred_successors
+        ],
+    )
+    return EndQuorumEpochRequestData(
+        cluster_id=node.cluster_id,
+        topics=[EndQuorumEpochRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])],
+    )
+
+
+def build_end_quorum_epoch_response(node: RaftNode, error: Errors) -> EndQuorumEpochResponseData:
+    partition = EndQuorumEpochResponseData.PartitionData(
+        partition_index=PARTITION,
+        error_code=int(error),
+        leader_id=node.leader_id,
+        leader_epoch=node.epoch,
+    )
+    return EndQuorumEpochResponseData(
+        error_code=0,
+        topics=[
+            EndQuorumEpochResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+        ],
+    )
+
+
+def handle_end_quorum_epoch_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, EndQuorumEpochRequestData)
+
+    def respond(message: EndQuorumEpochResponseData) -> None:
+        node.emit(SendResponse(event.source, event.correlation_id, message))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(EndQuorumEpochResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
+        return
+    topics = request.topics
+    if len(topics) != 1 or topics[0].topic_name != TOPIC_NAME or len(topics[0].partitions) != 1:
+        respond(EndQuorumEpochResponseData(error_code=int(Errors.INVALID_REQUEST)))
+        return
+    p = topics[0].partitions[0]
+    error = validate_voter_only_request(node, p.leader_id, p.leader_epoch)
+    if error != Errors.NONE:
+        respond(build_end_quorum_epoch_response(node, error))
+        return
+    node.maybe_transition(p.leader_id, p.leader_epoch)
+    st = node.state
+    if isinstance(st, FollowerState) and st.leader_id == p.leader_id:
+        candidates = [c.candidate_id for c in p.preferred_candidates] or list(
+            p.preferred_successors
+        )
+        position = (
+            candidates.index(node.local_id) if node.local_id in candidates else len(candidates)
+        )
+        backoff = strict_exponential_election_backoff_ms(
+            position, len(candidates), node.config.election_backoff_max_ms
+        )
+        node.state = FollowerState(
+            st.epoch,
+            st.leader_id,
+            node.now_ms + backoff,
+            st.voted_key,
+            st.has_fetched,
+            st.high_watermark,
+        )
+    respond(build_end_quorum_epoch_response(node, Errors.NONE))
+
+
+def handle_end_quorum_epoch_response(node: RaftNode, event: ResponseReceived) -> None:
+    response = event.message
+    assert isinstance(response, EndQuorumEpochResponseData)
+    if response.error_code != 0 or len(response.topics) != 1:
+        return
+    for p in response.topics[0].partitions[:1]:
+        error = to_error(p.error_code)
+        if maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch):
+            return
+        st = node.state
+        if error == Errors.NONE and isinstance(st, ResignedState):
+            node.state = ResignedState(
+                st.epoch,
+                st.election_deadline_ms,
+                st.unacked_voters - {event.source},
+                st.preferred_successors,
+                st.high_watermark,
+            )
+
+
+def poll_resigned(node: RaftNode, st: ResignedState, now_ms: int) -> int:
+    deadline = 2**62
+    for voter in sorted(st.unacked_voters):
+        if node.requests.is_ready(voter, now_ms):
+            node.send(voter, build_end_quorum_epoch_request(node, st))
+        nd = node.requests.next_deadline_ms(voter)
+        if nd is not None and nd > now_ms:
+            deadline = min(deadline, nd)
+    return deadline

@@ -1,0 +1,315 @@
+"""Fetch RPC: the leader's side, the follower's side and the long-poll purgatory.
+
+KIP-595 §Fetch, KIP-1166 (the follower's HW in the request), Kafka's `handleFetchRequest`,
+`tryCompleteFetchRequest`, `handleFetchResponse`, `buildFetchRequest`.
+Role: replication. The leader validates the request (cluster id, the one metadata partition,
+`MaxWaitMs >= 0`, `FetchOffset >= 0`, `0 <= LastFetchedEpoch <= CurrentLeaderEpoch`, then the
+leader epoch), answers with records, a DivergingEpoch, or parks the fetch; the follower
+truncates on DivergingEpoch, appends, flushes, and only then fetches again.
+Invariants:
+- a voter's fetch offset is only counted after the offset/epoch validated against the
+  leader's log (log matching), and the follower only sends offsets it has flushed;
+- a follower never truncates below its HW (Kafka raises), and it applies the leader's HW only
+  after truncating/appending, capped at its own LEO (KAFKA-14704);
+- a parked fetch returns on new data, on HW movement past the follower's HW, or at MaxWaitMs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.fetch_purgatory import ParkedFetch
+from metaquorum.core.ids import OffsetAndEpoch
+from metaquorum.core.log import LogEntry, ValidationKind
+from metaquorum.core.rpc_common import (
+    PARTITION,
+    TOPIC_NAME,
+    has_valid_cluster_id,
+    maybe_handle_common_response,
+    to_error,
+    validate_leader_only_request,
+)
+from metaquorum.core.states import FollowerState, LeaderState, UnattachedState
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+from metaquorum.protocol.types import Uuid
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+MAX_FETCH_ENTRIES = 256
+INT64_MAX = 0x7FFFFFFFFFFFFFFF
+MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
+
+
+ParkedRequest = tuple[int, int, FetchRequestData]
+
+
+class TruncationBelowHighWatermark(RuntimeError):
+    """The leader asked this follower to drop committed data (Kafka raises KafkaException)."""
+
+
+# --- follower side -------------------------------------------------------------------------
+def build_fetch_request(node: RaftNode) -> FetchRequestData:
+    end = node.log.end_offset_and_epoch()
+    hw = node.high_watermark
+    partition = FetchRequestData.FetchPartition(
+        partition=PARTITION,
+        current_leader_epoch=node.epoch,
+        fetch_offset=end.offset,
+        last_fetched_epoch=end.epoch,
+        log_start_offset=node.log.start_offset,
+        high_watermark=-1 if hw is None else hw,
+    )
+    return FetchRequestData(
+        cluster_id=node.cluster_id,
+        replica_state=FetchRequestData.ReplicaState(replica_id=node.local_id, replica_epoch=-1),
+        max_wait_ms=node.config.fetch_max_wait_ms,
+        max_bytes=MAX_FETCH_SIZE_BYTES,
+        topics=[
+            FetchRequestData.FetchTopic(
+                topic=TOPIC_NAME, topic_id=Uuid.METADATA_TOPIC_ID, partitions=[partition]
+            )
+        ],
+    )
+
+
+def may_fetch(node: RaftNode) -> bool:
+    """The durability barrier: fetch (acknowledge our LEO) only once it is all flushed."""
+    return node.log.flushed_offset >= node.log.end_offset
+
+
+def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
+    target = st.leader_id
+    deadline = st.fetch_deadline_ms
+    if not node.is_voter and now_ms >= st.fetch_deadline_ms:
+        # An observer that lost its leader asks any voter (Kafka: any bootstrap server).
+        others = [v for v in node.voters.sorted_ids() if v != node.local_id]
+        target = others[node.rng.randrange(len(others))] if others else target
+        deadline = now_ms + node.config.fetch_timeout_ms
+        node.state = FollowerState(
+            st.epoch, st.leader_id, deadline, st.voted_key, st.has_fetched, st.high_watermark
+        )
+    if may_fetch(node) and node.requests.is_ready(target, now_ms):
+        node.send(target, build_fetch_request(node))
+    nd = node.requests.next_deadline_ms(target)
+    if nd is not None and nd > now_ms:
+        deadline = min(deadline, nd)
+    return deadline
+
+
+def poll_unattached(node: RaftNode, st: UnattachedState, now_ms: int) -> int:
+    """Discover the leader by fetching from a random voter, one request at a time."""
+    others = [v for v in node.voters.sorted_ids() if v != node.local_id]
+    if not others:
+        return 2**62
+    requests = node.requests
+    if not any(requests.has_inflight(v, now_ms) for v in others) and may_fetch(node):
+        ready = [v for v in others if requests.is_ready(v, now_ms)]
+        if ready:
+            node.send(ready[node.rng.randrange(len(ready))], build_fetch_request(node))
+    pending = [requests.next_deadline_ms(v) for v in others]
+    return min((d for d in pending if d is not None and d > now_ms), default=2**62)
+
+
+def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
+    response = event.message
+    assert isinstance(response, FetchResponseData)
+    if response.error_code != 0 or len(response.responses) != 1:
+        return
+    partitions = response.responses[0].partitions
+    if len(partitions) != 1:
+        return
+    p = partitions[0]
+    error = to_error(p.error_code)
+    leader = p.current_leader
+    if maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch):
+        if error != Errors.NONE:
+            node.requests.back_off(event.source, node.now_ms)
+        return
+    st = node.state
+    if error != Errors.NONE:
+        node.requests.back_off(event.source, node.now_ms)
+        return
+    if not isinstance(st, FollowerState) or event.source != st.leader_id:
+        return
+    if p.diverging_epoch.epoch >= 0:
+        truncate_on_divergence(
+            node, OffsetAndEpoch(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
+        )
+    elif p.snapshot_id.epoch >= 0 or p.snapshot_id.end_offset >= 0:
+        pass  # FetchSnapshot is not implemented yet: keep fetching (leaders here never snapshot).
+    else:
+        entries = event.entries
+        if entries and entries[0].offset == node.log.end_offset:
+            append_as_follower(node, entries)
+        if p.high_watermark >= 0:
+            new_hw = min(p.high_watermark, node.log.end_offset)
+            if st.high_watermark is None or new_hw > st.high_watermark:
+                st = FollowerState(
+                    st.epoch,
+                    st.leader_id,
+                    st.fetch_deadline_ms,
+                    st.voted_key,
+                    st.has_fetched,
+                    new_hw,
+                )
+    node.state = FollowerState(
+        st.epoch,
+        st.leader_id,
+        node.now_ms + node.config.fetch_timeout_ms,
+        st.voted_key,
+        True,
+        st.high_watermark,
+    )
+
+
+def truncate_on_divergence(node: RaftNode, diverging: OffsetAndEpoch) -> None:
+    offset = node.log.truncation_offset_for(diverging)
+    hw = node.high_watermark
+    if hw is not None and offset < hw:
+        raise TruncationBelowHighWatermark(f"leader asked to truncate to {offset} below HW {hw}")
+    if offset < node.log.end_offset:
+        node.log.truncate_to(offset)
+        node.emit(TruncateLog(offset))
+
+
+def append_as_follower(node: RaftNode, entries: tuple[LogEntry, ...]) -> None:
+    node.log.append(entries)
+    node.emit(AppendEntries(entries))
+    node.emit(FlushLog(node.log.end_offset))
+
+
+# --- leader side ---------------------------------------------------------------------------
+def _replica_id(request: FetchRequestData) -> int:
+    rid = request.replica_state.replica_id
+    return rid if rid >= 0 else request.replica_id
+
+
+def build_fetch_response(
+    node: RaftNode,
+    error: Errors,
+    diverging: OffsetAndEpoch | None = None,
+) -> FetchResponseData:
+    hw = node.high_watermark if error == Errors.NONE else None
+    diverging_epoch = FetchResponseData.EpochEndOffset()
+    if diverging is not None:
+        diverging_epoch = FetchResponseData.EpochEndOffset(
+            epoch=diverging.epoch, end_offset=diverging.offset
+        )
+    partition = FetchResponseData.PartitionData(
+        partition_index=PARTITION,
+        error_code=int(error),
+        high_watermark=-1 if hw is None else hw,
+        log_start_offset=node.log.start_offset,
+        diverging_epoch=diverging_epoch,
+        current_leader=FetchResponseData.LeaderIdAndEpoch(
+            leader_id=node.leader_id, leader_epoch=node.epoch
+        ),
+    )
+    return FetchResponseData(
+        responses=[
+            FetchResponseData.FetchableTopicResponse(
+                topic=TOPIC_NAME, topic_id=Uuid.METADATA_TOPIC_ID, partitions=[partition]
+            )
+        ]
+    )
+
+
+def try_complete_fetch_request(
+    node: RaftNode, replica_id: int, p: FetchRequestData.FetchPartition
+) -> tuple[FetchResponseData, tuple[LogEntry, ...], bool]:
+    """Kafka's `tryCompleteFetchRequest`: (response, records, diverged)."""
+    error = validate_leader_only_request(node, p.current_leader_epoch)
+    if error != Errors.NONE:
+        return build_fetch_response(node, error), (), False
+    if replica_id in node.voters:
+        node.note_voter_fetch(replica_id)
+    valid = node.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
+    if valid.kind is not ValidationKind.VALID:
+        return build_fetch_response(node, Errors.NONE, valid.offset_and_epoch), (), True
+    assert node.progress is not None
+    entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
+    if replica_id >= 0 and node.progress.update_replica(
+        replica_id, p.fetch_offset, node.log.end_offset, node.now_ms
+    ):
+        node.hw_moved = True
+    return build_fetch_response(node, Errors.NONE), entries, False
+
+
+def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, FetchRequestData)
+
+    def respond(message: FetchResponseData, entries: tuple[LogEntry, ...] = ()) -> None:
+        node.emit(SendResponse(event.source, event.correlation_id, message, entries))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(FetchResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
+        return
+    topics = request.topics
+    if (
+        len(topics) != 1
+        or topics[0].topic_id != Uuid.METADATA_TOPIC_ID
+        or len(topics[0].partitions) != 1
+        or topics[0].partitions[0].partition != PARTITION
+    ):
+        respond(FetchResponseData(error_code=int(Errors.INVALID_REQUEST)))
+        return
+    p = topics[0].partitions[0]
+    if (
+        request.max_wait_ms < 0
+        or p.fetch_offset < 0
+        or p.last_fetched_epoch < 0
+        or p.last_fetched_epoch > p.current_leader_epoch
+    ):
+        respond(build_fetch_response(node, Errors.INVALID_REQUEST))
+        return
+    replica_id = _replica_id(request)
+    response, entries, diverged = try_complete_fetch_request(node, replica_id, p)
+    part = response.responses[0].partitions[0]
+    hw = node.high_watermark
+    follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark
+    hw_stale = hw is not None and follower_hw is not None and follower_hw < hw
+    if part.error_code != 0 or entries or request.max_wait_ms == 0 or diverged or hw_stale:
+        respond(response, entries)
+    else:
+        parked = ParkedFetch(
+            replica_id,
+            event.correlation_id,
+            p.fetch_offset,
+            follower_hw,
+            node.now_ms + request.max_wait_ms,
+            (event.source, event.correlation_id, request),
+        )
+        replaced = node.purgatory.park(parked)
+        if replaced is not None:
+            complete_parked_fetch(node, replaced)
+    if node.hw_moved:
+        complete_purgatory(node)
+
+
+def complete_parked_fetch(node: RaftNode, parked: ParkedFetch[ParkedRequest]) -> None:
+    source, correlation_id, request = parked.request
+    if isinstance(node.state, LeaderState):
+        response, entries, _ = try_complete_fetch_request(
+            node, parked.replica_id, request.topics[0].partitions[0]
+        )
+    else:
+        response, entries = build_fetch_response(node, Errors.NOT_LEADER_OR_FOLLOWER), ()
+        if node.epoch > request.topics[0].partitions[0].current_leader_epoch:
+            response = build_fetch_response(node, Errors.FENCED_LEADER_EPOCH)
+    node.emit(SendResponse(source, correlation_id, response, entries))
+
+
+def complete_purgatory(node: RaftNode) -> None:
+    """Answer every parked fetch that now has data, a newer HW, or has expired."""
+    while True:
+        node.hw_moved = False
+        done = node.purgatory.complete(node.log.end_offset, node.high_watermark, node.now_ms)
+        for parked in done:
+            complete_parked_fetch(node, parked)
+        if not node.hw_moved:
+            return

@@ -1,0 +1,450 @@
+"""`RaftNode`: one KRaft replica as a pure state machine (Kafka's `KafkaRaftClient`, sans IO).
+
+Role: `handle(event, now_ms) -> Step` applies one event, then polls the current state (timers,
+outbound requests, linger), and returns the ordered effects and the next deadline. The RPC
+families live in their own modules (`vote`, `begin_quorum_epoch`, `end_quorum_epoch`, `fetch`,
+`describe_quorum`), named as Kafka names them; this module owns the state, the transition gate
+calls, and the commit bookkeeping.
+
+Invariants:
+- every state change goes through `transition_to`, which calls the gate and emits
+  `PersistElectionState` first when the durable election state changes;
+- the leader counts only its *flushed* end offset toward the HW (`Flushed` events);
+- a follower sends its next Fetch only when everything it appended has come back `Flushed`;
+- `HighWatermarkAdvanced` is emitted once per HW change and never goes backwards.
+"""
+
+from __future__ import annotations
+
+from metaquorum.core import begin_quorum_epoch, end_quorum_epoch, fetch, vote
+from metaquorum.core import describe_quorum as describe
+from metaquorum.core.batch_accumulator import BatchAccumulator, PendingAppend
+from metaquorum.core.config import QuorumConfig
+from metaquorum.core.effects import (
+    AppendCommitted,
+    AppendEntries,
+    AppendFailed,
+    Effect,
+    FlushLog,
+    HighWatermarkAdvanced,
+    LeaderChanged,
+    PersistElectionState,
+    SendRequest,
+    Step,
+)
+from metaquorum.core.events import (
+    ClientAppend,
+    Event,
+    Flushed,
+    Poll,
+    RequestFailed,
+    RequestReceived,
+    Resign,
+    ResponseReceived,
+)
+from metaquorum.core.fetch_purgatory import FetchPurgatory
+from metaquorum.core.high_watermark import LeaderProgress
+from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.log import EntryKind, LogEntry, RaftLog
+from metaquorum.core.request_manager import RequestManager
+from metaquorum.core.rng import RandomSource
+from metaquorum.core.states import (
+    CandidateState,
+    ElectionState,
+    EpochState,
+    FollowerState,
+    LeaderState,
+    ProspectiveState,
+    ResignedState,
+    UnattachedState,
+)
+from metaquorum.core.transitions import check_transition
+from metaquorum.core.vote_tally import VoteTally
+from metaquorum.core.voter_set import VoterSet, VoterSetHistory
+
+NEVER = 2**62
+
+
+class RaftNode:
+    """A replica's whole Raft state; see the module docstring for the contract."""
+
+    def __init__(
+        self,
+        local_id: int,
+        *,
+        cluster_id: str,
+        voters: VoterSet,
+        config: QuorumConfig,
+        rng: RandomSource,
+        log: RaftLog,
+        election: ElectionState | None,
+        now_ms: int,
+        first_correlation_id: int = 0,
+    ) -> None:
+        self.local_id = local_id
+        self.cluster_id = cluster_id
+        self.config = config
+        self.rng = rng
+        self.log = log
+        self.voter_history = VoterSetHistory(voters)
+        self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
+        self.purgatory: FetchPurgatory[fetch.ParkedRequest] = FetchPurgatory()
+        self.accumulator = BatchAccumulator(config.append_linger_ms, config.max_batch_size_bytes)
+        self.progress: LeaderProgress | None = None
+        self.fetched_voters: set[int] = set()
+        self.pending_appends: dict[int, int] = {}
+        self.hw_moved = False
+        self.effects: list[Effect] = []
+        self.now_ms = now_ms
+        self._correlation = first_correlation_id
+        self._reported_hw = -1
+        self._reported_leader: tuple[int, int] | None = None
+        self._persisted: ElectionState | None = election
+        self.state: EpochState = self._initial_state(election or ElectionState(0), now_ms)
+
+    # --- identity ----------------------------------------------------------------------------
+    @property
+    def voters(self) -> VoterSet:
+        return self.voter_history.latest()
+
+    @property
+    def is_voter(self) -> bool:
+        return self.local_id in self.voters
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def leader_id(self) -> int:
+        """Kafka's `leaderIdOrSentinel` (a Resigned replica still names itself)."""
+        return self.state.election(self.local_id).leader_id
+
+    @property
+    def high_watermark(self) -> int | None:
+        if isinstance(self.state, LeaderState):
+            return self.progress.high_watermark if self.progress else None
+        return self.state.high_watermark
+
+    def next_correlation_id(self) -> int:
+        self._correlation += 1
+        return self._correlation
+
+    def random_election_timeout_ms(self) -> int:
+        t = self.config.election_timeout_ms
+        return t + self.rng.randrange(t) if t > 0 else 0
+
+    def _initial_state(self, election: ElectionState, now_ms: int) -> EpochState:
+        """Kafka's `QuorumState.initialize` from `quorum-state` and the log."""
+        deadline = now_ms + self.random_election_timeout_ms()
+        if election.epoch < self.log.last_fetched_epoch:
+            return UnattachedState(self.log.last_fetched_epoch, deadline)
+        if election.leader_id == self.local_id:
+            others = self.voters.voter_ids - {self.local_id}
+            return ResignedState(election.epoch, deadline, frozenset(others), ())
+        voted = election.voted_key
+        if voted is not None and voted.id == self.local_id and self.is_voter:
+            tally = VoteTally.start(self.voters.voter_ids, self.local_id)
+            return ProspectiveState(election.epoch, deadline, tally, voted_key=voted)
+        if election.leader_id >= 0:
+            fetch_deadline = now_ms + self.config.fetch_timeout_ms
+            return FollowerState(election.epoch, election.leader_id, fetch_deadline, voted)
+        return UnattachedState(election.epoch, deadline, voted_key=voted)
+
+    # --- the step ----------------------------------------------------------------------------
+    def start(self, now_ms: int) -> Step:
+        """The first step after (re)start: persist the initial state if it changed, poll."""
+        self.effects = []
+        self.now_ms = now_ms
+        self._persist_if_changed()
+        if isinstance(self.state, FollowerState):
+            self._note_leader()
+        return self._finish(now_ms)
+
+    def handle(self, event: Event, now_ms: int) -> Step:
+        self.effects = []
+        self.now_ms = now_ms
+        if isinstance(event, RequestReceived):
+            self._handle_request(event)
+        elif isinstance(event, ResponseReceived):
+            self._handle_response(event)
+        elif isinstance(event, Flushed):
+            self._handle_flushed(event.offset)
+        elif isinstance(event, ClientAppend):
+            self._handle_client_append(event)
+        elif isinstance(event, RequestFailed):
+            self.requests.on_response(event.destination, event.correlation_id, False, now_ms)
+        elif isinstance(event, Resign):
+            if isinstance(self.state, LeaderState):
+                self.resign()
+        elif not isinstance(event, Poll):
+            raise TypeError(f"unknown event {event!r}")
+        return self._finish(now_ms)
+
+    def _finish(self, now_ms: int) -> Step:
+        deadline = self.poll(now_ms)
+        self._report_progress()
+        return Step(self.effects, max(deadline, now_ms))
+
+    def emit(self, effect: Effect) -> None:
+        self.effects.append(effect)
+
+    def send(self, destination: int, message: object) -> None:
+        cid = self.next_correlation_id()
+        self.requests.on_request_sent(destination, cid, self.now_ms)
+        self.emit(SendRequest(destination, cid, message))
+
+    # --- transitions -------------------------------------------------------------------------
+    def transition_to(self, new: EpochState) -> None:
+        """The only way the state changes: gate, durable write first, then side effects."""
+        old = self.state
+        check_transition(old, new, local_id=self.local_id, is_voter=self.is_voter)
+        if isinstance(old, LeaderState) and not isinstance(new, LeaderState):
+            self._leave_leadership(new)
+        self.state = new
+        self._persist_if_changed()
+        if old.epoch != new.epoch or type(old) is not type(new):
+            self.requests.reset()
+        if isinstance(new, FollowerState | LeaderState):
+            self._note_leader()
+
+    def _persist_if_changed(self) -> None:
+        election = self.state.election(self.local_id)
+        if election != self._persisted:
+            self._persisted = election
+            self.emit(PersistElectionState(election))
+
+    def _note_leader(self) -> None:
+        pair = (self.leader_id, self.epoch)
+        if pair != self._reported_leader:
+            self._reported_leader = pair
+            self.emit(LeaderChanged(pair[0], pair[1]))
+
+    def _leave_leadership(self, new: EpochState) -> None:
+        for item in self.accumulator.abandon():
+            self.emit(AppendFailed(item.append_id, "NOT_LEADER_OR_FOLLOWER"))
+        for append_id in sorted(self.pending_appends):
+            self.emit(AppendFailed(append_id, "NOT_LEADER_OR_FOLLOWER"))
+        self.pending_appends.clear()
+        parked = self.purgatory.drain()
+        self.state = new  # answer parked fetches with the new state's error and leader hint
+        for f in parked:
+            fetch.complete_parked_fetch(self, f)
+        self.progress = None
+
+    def transition_to_unattached(self, epoch: int, leader_id: int | None = None) -> None:
+        deadline = self.now_ms + self.random_election_timeout_ms()
+        hw = self.high_watermark
+        self.transition_to(UnattachedState(epoch, deadline, leader_id=leader_id, high_watermark=hw))
+
+    def transition_to_follower(self, epoch: int, leader_id: int) -> None:
+        voted = None
+        if epoch == self.epoch:
+            voted = self.state.election(self.local_id).voted_key
+        deadline = self.now_ms + self.config.fetch_timeout_ms
+        hw = self.high_watermark
+        self.transition_to(FollowerState(epoch, leader_id, deadline, voted, high_watermark=hw))
+
+    def transition_to_prospective(self) -> None:
+        st = self.state
+        election = st.election(self.local_id)
+        leader = election.leader_id if election.leader_id >= 0 else None
+        retries = st.retries + 1 if isinstance(st, CandidateState) else 1
+        tally = VoteTally.start(self.voters.voter_ids, self.local_id)
+        deadline = self.now_ms + self.random_election_timeout_ms()
+        hw = self.high_watermark
+        self.transition_to(
+            ProspectiveState(
+                st.epoch, deadline, tally, election.voted_key, leader, retries, high_watermark=hw
+            )
+        )
+
+    def transition_to_candidate(self) -> None:
+        st = self.state
+        retries = st.retries if isinstance(st, ProspectiveState) else 1
+        tally = VoteTally.start(self.voters.voter_ids, self.local_id)
+        deadline = self.now_ms + self.random_election_timeout_ms()
+        self.transition_to(
+            CandidateState(
+                st.epoch + 1, deadline, tally, retries, high_watermark=self.high_watermark
+            )
+        )
+
+    def transition_to_leader(self) -> None:
+        st = self.state
+        assert isinstance(st, CandidateState)
+        start = self.log.end_offset
+        cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
+        self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms))
+        self.progress = LeaderProgress(self.local_id, self.voters.voter_ids, start)
+        self.fetched_voters = set()
+        self.purgatory = FetchPurgatory()
+        # KIP-595: the new leader opens its epoch with a LeaderChange control record.
+        value = ",".join(str(v) for v in sorted(st.tally.granted)).encode()
+        self._append_as_leader([LogEntry(start, st.epoch, value, EntryKind.LEADER_CHANGE)])
+
+    def resign(self) -> None:
+        """Leader -> Resigned (check-quorum expiry or graceful shutdown)."""
+        st = self.state
+        assert isinstance(st, LeaderState) and self.progress is not None
+        successors = tuple(self.progress.voters_by_descending_offset())
+        deadline = self.now_ms + self.random_election_timeout_ms()
+        hw = self.high_watermark
+        self.transition_to(ResignedState(st.epoch, deadline, frozenset(successors), successors, hw))
+
+    def maybe_transition(self, leader_id: int, epoch: int) -> None:
+        """Kafka's `maybeTransition`: follow a newer epoch or a newly learned leader."""
+        if epoch < self.epoch or leader_id == self.local_id:
+            return
+        if epoch > self.epoch:
+            if leader_id >= 0:
+                self.transition_to_follower(epoch, leader_id)
+            else:
+                self.transition_to_unattached(epoch)
+        elif (
+            leader_id >= 0
+            and self.state.election(self.local_id).leader_id < 0
+            and not isinstance(self.state, LeaderState | ResignedState)
+        ):
+            self.transition_to_follower(epoch, leader_id)
+
+    # --- leader append path ------------------------------------------------------------------
+    def _handle_client_append(self, event: ClientAppend) -> None:
+        if not isinstance(self.state, LeaderState):
+            self.emit(AppendFailed(event.append_id, "NOT_LEADER_OR_FOLLOWER"))
+            return
+        self.accumulator.append(PendingAppend(event.append_id, event.values), self.now_ms)
+
+    def _append_as_leader(self, entries: list[LogEntry]) -> None:
+        self.log.append(entries)
+        self.emit(AppendEntries(tuple(entries)))
+        self.emit(FlushLog(self.log.end_offset))
+        fetch.complete_purgatory(self)
+
+    def _drain_accumulator(self) -> None:
+        st = self.state
+        assert isinstance(st, LeaderState)
+        for batch in self.accumulator.drain(self.now_ms):
+            entries: list[LogEntry] = []
+            for item in batch:
+                for value in item.values:
+                    entries.append(LogEntry(self.log.end_offset + len(entries), st.epoch, value))
+                self.pending_appends[item.append_id] = self.log.end_offset + len(entries) - 1
+            self._append_as_leader(entries)
+
+    def _handle_flushed(self, offset: int) -> None:
+        self.log.mark_flushed(offset)
+        if isinstance(self.state, LeaderState) and self.progress is not None:
+            self.leader_local_progress()
+
+    def leader_local_progress(self) -> None:
+        """The leader's durable end offset counts toward the HW (never its unflushed tail)."""
+        assert self.progress is not None
+        if self.progress.update_local(self.log.flushed_offset, self.now_ms):
+            fetch.complete_purgatory(self)
+
+    def _report_progress(self) -> None:
+        hw = self.high_watermark
+        if hw is not None and hw > self._reported_hw:
+            self._reported_hw = hw
+            self.emit(HighWatermarkAdvanced(hw))
+            if self.pending_appends:
+                done = sorted((o, a) for a, o in self.pending_appends.items() if o < hw)
+                for last_offset, append_id in done:
+                    del self.pending_appends[append_id]
+                    self.emit(AppendCommitted(append_id, last_offset))
+
+    # --- dispatch ----------------------------------------------------------------------------
+    def _handle_request(self, event: RequestReceived) -> None:
+        handler = _REQUEST_HANDLERS.get(type(event.message).__name__)
+        if handler is not None:
+            handler(self, event)
+
+    def _handle_response(self, event: ResponseReceived) -> None:
+        if not self.requests.on_response(event.source, event.correlation_id, True, self.now_ms):
+            return  # late, duplicated or timed-out response
+        handler = _RESPONSE_HANDLERS.get(type(event.message).__name__)
+        if handler is not None:
+            handler(self, event)
+
+    # --- polling -----------------------------------------------------------------------------
+    def poll(self, now_ms: int) -> int:
+        """Kafka's `pollCurrentState`: act on timers and send what is due; the next deadline."""
+        st = self.state
+        if isinstance(st, LeaderState):
+            return self._poll_leader(st, now_ms)
+        if isinstance(st, CandidateState):
+            return vote.poll_candidate(self, st, now_ms)
+        if isinstance(st, ProspectiveState):
+            return vote.poll_prospective(self, st, now_ms)
+        if isinstance(st, FollowerState):
+            if self.is_voter and now_ms >= st.fetch_deadline_ms:
+                self.transition_to_prospective()
+                return self.poll(now_ms)
+            return fetch.poll_follower(self, st, now_ms)
+        if isinstance(st, ResignedState):
+            if now_ms >= st.election_deadline_ms:
+                self.transition_to_unattached(st.epoch + 1)
+                return self.poll(now_ms)
+            return min(st.election_deadline_ms, end_quorum_epoch.poll_resigned(self, st, now_ms))
+        if not self.is_voter:
+            return fetch.poll_unattached(self, st, now_ms)
+        if now_ms >= st.election_deadline_ms:
+            self.transition_to_prospective()
+            return self.poll(now_ms)
+        return min(st.election_deadline_ms, fetch.poll_unattached(self, st, now_ms))
+
+    def _poll_leader(self, st: LeaderState, now_ms: int) -> int:
+        if now_ms >= st.check_quorum_deadline_ms:
+            self.resign()
+            return self.poll(now_ms)
+        if self.accumulator.ready(now_ms):
+            self._drain_accumulator()
+        expiry = self.purgatory.next_expiry_ms()
+        if expiry is not None and expiry <= now_ms:
+            fetch.complete_purgatory(self)
+        deadline = begin_quorum_epoch.poll_leader(self)
+        current = self.state
+        assert isinstance(current, LeaderState)
+        deadline = min(deadline, current.check_quorum_deadline_ms)
+        for d in (self.accumulator.drain_deadline_ms(), self.purgatory.next_expiry_ms()):
+            if d is not None:
+                deadline = min(deadline, d)
+        return deadline
+
+    def note_voter_fetch(self, replica_id: int) -> None:
+        """Check-quorum: a majority fetched within the window re-arms the timer (LeaderState)."""
+        st = self.state
+        if not isinstance(st, LeaderState) or replica_id not in self.voters:
+            return
+        if replica_id == self.local_id:
+            return
+        self.fetched_voters.add(replica_id)
+        if len(self.fetched_voters) >= len(self.voters) // 2:
+            self.fetched_voters.clear()
+            deadline = self.now_ms + self.config.check_quorum_timeout_ms
+            self.state = LeaderState(
+                st.epoch,
+                st.epoch_start_offset,
+                st.granting_voters,
+                deadline,
+                st.begin_quorum_epoch_deadline_ms,
+            )
+
+    def local_key(self) -> ReplicaKey:
+        return ReplicaKey(self.local_id)
+
+
+_REQUEST_HANDLERS = {
+    "VoteRequestData": vote.handle_vote_request,
+    "BeginQuorumEpochRequestData": begin_quorum_epoch.handle_begin_quorum_epoch_request,
+    "EndQuorumEpochRequestData": end_quorum_epoch.handle_end_quorum_epoch_request,
+    "FetchRequestData": fetch.handle_fetch_request,
+    "DescribeQuorumRequestData": describe.handle_describe_quorum_request,
+}
+_RESPONSE_HANDLERS = {
+    "VoteResponseData": vote.handle_vote_response,
+    "BeginQuorumEpochResponseData": begin_quorum_epoch.handle_begin_quorum_epoch_response,
+    "EndQuorumEpochResponseData": end_quorum_epoch.handle_end_quorum_epoch_response,
+    "FetchResponseData": fetch.handle_fetch_response,
+}

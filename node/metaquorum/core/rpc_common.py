@@ -1,0 +1,65 @@
+"""Shared pieces of the KRaft RPC handlers (Kafka's `RaftUtil` and the common response path).
+
+Role: the single-partition (`__cluster_metadata`-0) validation every RPC does, the cluster id
+check, and `maybe_handle_common_response` (stale epochs, newer epochs and leader hints in any
+response move the replica forward). Invariants: a request is only ever answered about
+partition 0 of `__cluster_metadata`; a response from an older epoch never changes state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.protocol.errors import Errors
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+TOPIC_NAME = "__cluster_metadata"
+PARTITION = 0
+
+
+def has_valid_cluster_id(node: RaftNode, cluster_id: str | None) -> bool:
+    """Kafka does not enforce the cluster id when the request leaves it null."""
+    return cluster_id is None or cluster_id == node.cluster_id
+
+
+def validate_voter_only_request(node: RaftNode, remote_id: int, remote_epoch: int) -> Errors:
+    """Kafka's `validateVoterOnlyRequest`."""
+    if remote_epoch < node.epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    if remote_id < 0:
+        return Errors.INVALID_REQUEST
+    return Errors.NONE
+
+
+def validate_leader_only_request(node: RaftNode, request_epoch: int) -> Errors:
+    """Kafka's `validateLeaderOnlyRequest`."""
+    from metaquorum.core.states import LeaderState
+
+    if request_epoch < node.epoch:
+        return Errors.FENCED_LEADER_EPOCH
+    if request_epoch > node.epoch:
+        return Errors.UNKNOWN_LEADER_EPOCH
+    if not isinstance(node.state, LeaderState):
+        return Errors.NOT_LEADER_OR_FOLLOWER
+    return Errors.NONE
+
+
+def maybe_handle_common_response(node: RaftNode, error: Errors, leader_id: int, epoch: int) -> bool:
+    """Kafka's `maybeHandleCommonResponse`; True when the response needs no further handling."""
+    if epoch < node.epoch or error == Errors.UNKNOWN_LEADER_EPOCH:
+        return True
+    has_leader = node.state.election(node.local_id).leader_id >= 0
+    if epoch > node.epoch or (leader_id >= 0 and not has_leader):
+        node.maybe_transition(leader_id, epoch)
+        return True
+    return error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER)
+
+
+def to_error(code: int) -> Errors:
+    """An error code from the wire; unknown codes become UNKNOWN_SERVER_ERROR."""
+    try:
+        return Errors(code)
+    except ValueError:
+        return Errors.UNKNOWN_SERVER_ERROR

@@ -1,0 +1,236 @@
+"""Vote RPC and the election states that send it (KIP-595 §Vote, KIP-996 PreVote, Vote v2).
+
+Role: `build_vote_request`, `handle_vote_request`, `build_vote_response`, `handle_vote_response`
+as in Kafka's `KafkaRaftClient`, and the polling of Prospective and Candidate.
+Invariants:
+- a standard vote is granted at most once per epoch, and the grant is made durable (through the
+  transition to Unattached-voted, which emits `PersistElectionState`) before the reply is
+  emitted; a pre-vote never changes durable state;
+- the log up-to-date rule compares (last epoch, end offset) lexicographically;
+- a Prospective that wins a pre-vote majority becomes Candidate at epoch + 1; a Candidate that
+  is rejected or times out backs off (binary exponential) and goes back to Prospective.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
+from metaquorum.core.rpc_common import (
+    PARTITION,
+    TOPIC_NAME,
+    has_valid_cluster_id,
+    maybe_handle_common_response,
+    to_error,
+    validate_voter_only_request,
+)
+from metaquorum.core.states import CandidateState, ProspectiveState, UnattachedState
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+RETRY_BACKOFF_BASE_MS = 50
+
+
+def build_vote_request(node: RaftNode, destination: int, pre_vote: bool) -> VoteRequestData:
+    end = node.log.end_offset_and_epoch()
+    partition = VoteRequestData.PartitionData(
+        partition_index=PARTITION,
+        replica_epoch=node.epoch,
+        replica_id=node.local_id,
+        last_offset_epoch=end.epoch,
+        last_offset=end.offset,
+        pre_vote=pre_vote,
+    )
+    return VoteRequestData(
+        cluster_id=node.cluster_id,
+        voter_id=destination,
+        topics=[VoteRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])],
+    )
+
+
+def build_vote_response(node: RaftNode, error: Errors, granted: bool) -> VoteResponseData:
+    partition = VoteResponseData.PartitionData(
+        partition_index=PARTITION,
+        error_code=int(error),
+        leader_id=node.leader_id,
+        leader_epoch=node.epoch,
+        vote_granted=granted,
+    )
+    return VoteResponseData(
+        error_code=0,
+        topics=[VoteResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])],
+    )
+
+
+def _respond(node: RaftNode, event: RequestReceived, message: object) -> None:
+    node.emit(SendResponse(event.source, event.correlation_id, message))
+
+
+def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, VoteRequestData)
+    if not has_valid_cluster_id(node, request.cluster_id):
+        _respond(node, event, VoteResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
+        return
+    topics = request.topics
+    if (
+        len(topics) != 1
+        or topics[0].topic_name != TOPIC_NAME
+        or len(topics[0].partitions) != 1
+        or topics[0].partitions[0].partition_index != PARTITION
+    ):
+        _respond(node, event, VoteResponseData(error_code=int(Errors.INVALID_REQUEST)))
+        return
+    p = topics[0].partitions[0]
+    pre_vote = p.pre_vote
+    illegal_epoch = (
+        p.last_offset_epoch > p.replica_epoch
+        if pre_vote
+        else (p.last_offset_epoch >= p.replica_epoch)
+    )
+    if p.last_offset < 0 or p.last_offset_epoch < 0 or illegal_epoch:
+        _respond(node, event, build_vote_response(node, Errors.INVALID_REQUEST, False))
+        return
+    error = validate_voter_only_request(node, p.replica_id, p.replica_epoch)
+    if error != Errors.NONE:
+        _respond(node, event, build_vote_response(node, error, False))
+        return
+    if p.replica_epoch > node.epoch:
+        node.transition_to_unattached(p.replica_epoch)
+    if request.voter_id >= 0 and request.voter_id != node.local_id:
+        _respond(node, event, build_vote_response(node, Errors.INVALID_VOTER_KEY, False))
+        return
+    candidate = ReplicaKey(p.replica_id)
+    up_to_date = (
+        OffsetAndEpoch(p.last_offset_epoch, p.last_offset) >= node.log.end_offset_and_epoch()
+    )
+    granted = node.state.can_grant_vote(candidate, up_to_date, pre_vote)
+    st = node.state
+    if (
+        granted
+        and not pre_vote
+        and isinstance(st, UnattachedState | ProspectiveState)
+        and st.voted_key is None
+    ):
+        # Durable before the reply: the transition emits PersistElectionState first.
+        node.transition_to(
+            UnattachedState(
+                st.epoch,
+                node.now_ms + node.random_election_timeout_ms(),
+                voted_key=candidate,
+                high_watermark=node.high_watermark,
+            )
+        )
+    _respond(node, event, build_vote_response(node, Errors.NONE, granted))
+
+
+def handle_vote_response(node: RaftNode, event: ResponseReceived) -> None:
+    response = event.message
+    assert isinstance(response, VoteResponseData)
+    if response.error_code != 0 or len(response.topics) != 1:
+        return
+    partitions = response.topics[0].partitions
+    if len(partitions) != 1:
+        return
+    p = partitions[0]
+    error = to_error(p.error_code)
+    if maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch):
+        return
+    if error != Errors.NONE:
+        return
+    st = node.state
+    if isinstance(st, ProspectiveState | CandidateState):
+        tally = st.tally.record(event.source, p.vote_granted)
+        if tally is st.tally:
+            return
+        if isinstance(st, ProspectiveState):
+            node.state = ProspectiveState(
+                st.epoch,
+                st.election_deadline_ms,
+                tally,
+                st.voted_key,
+                st.leader_id,
+                st.retries,
+                st.high_watermark,
+            )
+        else:
+            node.state = CandidateState(
+                st.epoch,
+                st.election_deadline_ms,
+                tally,
+                st.retries,
+                st.backoff_deadline_ms,
+                st.high_watermark,
+            )
+
+
+def binary_exponential_election_backoff_ms(node: RaftNode, retries: int) -> int:
+    """Kafka's `binaryExponentialElectionBackoffMs`."""
+    bound = 2 << min(20, retries - 1)
+    return min(
+        RETRY_BACKOFF_BASE_MS * node.rng.randrange(bound), node.config.election_backoff_max_ms
+    )
+
+
+def _send_vote_requests(node: RaftNode, voters: frozenset[int], pre_vote: bool, now_ms: int) -> int:
+    deadline = 2**62
+    for voter in sorted(voters):
+        if voter == node.local_id:
+            continue
+        if node.requests.is_ready(voter, now_ms):
+            node.send(voter, build_vote_request(node, voter, pre_vote))
+        nd = node.requests.next_deadline_ms(voter)
+        if nd is not None and nd > now_ms:
+            deadline = min(deadline, nd)
+    return deadline
+
+
+def poll_prospective(node: RaftNode, st: ProspectiveState, now_ms: int) -> int:
+    if st.tally.is_granted:
+        node.transition_to_candidate()
+        return node.poll(now_ms)
+    if st.tally.is_rejected or now_ms >= st.election_deadline_ms:
+        # KIP-996: the pre-vote was lost; go back to the leader if there was one.
+        if st.leader_id is not None:
+            node.transition_to_follower(st.epoch, st.leader_id)
+        else:
+            node.transition_to(
+                UnattachedState(
+                    st.epoch,
+                    now_ms + node.random_election_timeout_ms(),
+                    voted_key=st.voted_key,
+                    high_watermark=st.high_watermark,
+                )
+            )
+        return node.poll(now_ms)
+    sent = _send_vote_requests(node, st.tally.unrecorded(), True, now_ms)
+    return min(sent, st.election_deadline_ms)
+
+
+def poll_candidate(node: RaftNode, st: CandidateState, now_ms: int) -> int:
+    if st.tally.is_granted:
+        node.transition_to_leader()
+        return node.poll(now_ms)
+    if st.backoff_deadline_ms is not None:
+        if now_ms >= st.backoff_deadline_ms:
+            node.transition_to_prospective()
+            return node.poll(now_ms)
+        return st.backoff_deadline_ms
+    if st.tally.is_rejected or now_ms >= st.election_deadline_ms:
+        backoff = binary_exponential_election_backoff_ms(node, st.retries)
+        node.state = CandidateState(
+            st.epoch,
+            st.election_deadline_ms,
+            st.tally,
+            st.retries,
+            now_ms + backoff,
+            st.high_watermark,
+        )
+        return now_ms + backoff
+    sent = _send_vote_requests(node, st.tally.unrecorded(), False, now_ms)
+    return min(sent, st.election_deadline_ms)

@@ -1,0 +1,85 @@
+"""The library API of the simulator: run one seed, get a plain record back.
+
+Role: what the campaign pipeline (Spark) and the tests call. `run_seed(params)` returns a
+`SeedResult` of plain values only (ints, floats, strings, lists, dicts), so it pickles and
+converts to a Spark Row without custom types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from metaquorum.sim.cluster import Simulation
+from metaquorum.sim.params import MIXES, SimParams
+
+
+@dataclass(slots=True)
+class SeedResult:
+    seed: int
+    scenario: str
+    params: dict[str, object]
+    events: int
+    elections: int
+    time_to_first_leader_ms: int | None
+    commit_latencies_ms: list[int]
+    appends_committed: int
+    appends_failed: int
+    unavailable_ms: int
+    committed_offsets: int
+    violations: list[dict[str, object]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    trace_sha256: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def run_seed(params: SimParams, scenario: str = "custom") -> SeedResult:
+    sim = Simulation(params)
+    sim.run()
+    return SeedResult(
+        seed=params.seed,
+        scenario=scenario,
+        params=params.describe(),
+        events=sim.events,
+        elections=sim.elections,
+        time_to_first_leader_ms=sim.first_leader_ms,
+        commit_latencies_ms=sim.commit_latencies,
+        appends_committed=len(sim.commit_latencies),
+        appends_failed=sim.appends_failed,
+        unavailable_ms=sim.unavailable_ms,
+        committed_offsets=len(sim.checker.committed),
+        violations=[asdict(v) for v in sim.checker.violations],
+        notes=sim.notes,
+        trace_sha256=sim.hash.hexdigest(),
+    )
+
+
+def run_scenario(name: str, seed: int, *, trace: bool = False) -> tuple[SeedResult, list[str]]:
+    """Run a named mix (`MIXES`) for one seed; also returns the trace lines if asked."""
+    from dataclasses import replace
+
+    params = replace(MIXES[name], seed=seed, trace=trace)
+    sim = Simulation(params)
+    sim.run()
+    result = SeedResult(
+        seed=seed,
+        scenario=name,
+        params=params.describe(),
+        events=sim.events,
+        elections=sim.elections,
+        time_to_first_leader_ms=sim.first_leader_ms,
+        commit_latencies_ms=sim.commit_latencies,
+        appends_committed=len(sim.commit_latencies),
+        appends_failed=sim.appends_failed,
+        unavailable_ms=sim.unavailable_ms,
+        committed_offsets=len(sim.checker.committed),
+        violations=[asdict(v) for v in sim.checker.violations],
+        notes=sim.notes,
+        trace_sha256=sim.hash.hexdigest(),
+    )
+    return result, sim.trace or []

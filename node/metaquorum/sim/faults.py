@@ -1,0 +1,159 @@
+"""Fault injection and the end-of-run liveness checks of a simulation.
+
+Role: turn a `FaultMix` into timed faults (isolation, one-way cuts, minority splits, crashes
+that lose unflushed data and may tear the last write, pauses, disk wipes), heal everything at
+`fault_end_ms`, and check liveness afterwards: within `liveness_bound_ms` a leader exists,
+the HW advanced after the heal (when there is a workload), and every replica converged to the
+leader's log and HW. The `stable_leadership` mix is KIP-996's check: a voter cut off from the
+leader alone must not change the leader while a majority still hears it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.states import LeaderState
+
+if TYPE_CHECKING:
+    from metaquorum.sim.cluster import Simulation
+
+FAULT = 4
+
+
+def schedule_faults(sim: Simulation) -> None:
+    p = sim.params
+    mix = p.mix
+    if mix.stable_leadership:
+        sim.push(5000, FAULT, 0, ("stable-start",))
+        sim.push(p.fault_end_ms, FAULT, 0, ("heal",))
+        return
+    weights = mix.weights()
+    if not weights:
+        sim.push(p.fault_end_ms, FAULT, 0, ("heal",))
+        return
+    total = sum(w for _, w in weights)
+    t = 0
+    rng = sim.rng
+    while True:
+        t += rng.randint(mix.interval_ms // 2, mix.interval_ms * 3 // 2)
+        if t >= p.fault_end_ms:
+            break
+        r = rng.randrange(total)
+        kind = weights[-1][0]
+        for name, w in weights:
+            if r < w:
+                kind = name
+                break
+            r -= w
+        duration = rng.randint(mix.duration_min_ms, mix.duration_max_ms)
+        sim.push(t, FAULT, 0, (kind, duration))
+    sim.push(p.fault_end_ms, FAULT, 0, ("heal",))
+
+
+def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
+    kind = data[0]
+    rng = sim.rng
+    now = sim.now
+    end = sim.params.fault_end_ms
+    ids = sim.all_ids
+    sim.record(f"{now} fault {data}\n")
+    if kind == "heal":
+        sim.net.heal()
+        for nid in ids:
+            sim.paused_until[nid] = min(sim.paused_until[nid], now)
+            if sim.nodes[nid] is None:
+                sim.boot(nid)
+        return
+    if kind == "unblock":
+        links = data[1]
+        assert isinstance(links, frozenset)
+        sim.net.blocked -= links
+        return
+    if kind == "restart":
+        target = data[1]
+        assert isinstance(target, int)
+        if sim.nodes[target] is None and now < end:
+            sim.boot(target)
+        return
+    if kind == "stable-start":
+        leader = sim.current_leader()
+        if leader is None:
+            sim.notes.append("stable-leadership: no leader at 5 s; window skipped")
+            return
+        others = [v for v in sim.voter_ids if v != leader]
+        x = others[rng.randrange(len(others))]
+        sim.net.cut(leader, x)
+        sim.net.cut(x, leader)
+        node = sim.nodes[leader]
+        assert node is not None
+        sim.push(end - 1, FAULT, 0, ("stable-check", leader, node.epoch))
+        return
+    if kind == "stable-check":
+        was_leader, epoch = data[1], data[2]
+        assert isinstance(was_leader, int) and isinstance(epoch, int)
+        epochs = {n: node.epoch for n, node in sim.nodes.items() if node is not None}
+        if max(epochs.values()) != epoch or sim.current_leader() != was_leader:
+            sim.checker.fail(
+                "stable-leadership",
+                f"leader {was_leader} of epoch {epoch} lost its place (epochs {epochs})",
+            )
+        return
+    assert isinstance(data[1], int)
+    duration = min(data[1], max(0, end - now))
+    victim = ids[rng.randrange(len(ids))]
+    before = set(sim.net.blocked)
+    if kind == "isolate":
+        sim.net.isolate(victim, ids)
+    elif kind == "one_way":
+        other = ids[rng.randrange(len(ids))]
+        if other != victim:
+            sim.net.cut(victim, other)
+    elif kind == "split":
+        shuffled = list(ids)
+        rng.shuffle(shuffled)
+        minority = shuffled[: max(1, (len(sim.voter_ids) - 1) // 2)]
+        sim.net.split(minority, [n for n in ids if n not in minority])
+    elif kind == "crash":
+        if sim.nodes[victim] is not None:
+            sim.crash(victim)
+            sim.push(now + duration, FAULT, 0, ("restart", victim))
+        return
+    elif kind == "wipe":
+        if sim.nodes[victim] is not None:
+            sim.crash(victim)
+            sim.disks[victim].wipe()
+            sim.push(now + duration, FAULT, 0, ("restart", victim))
+        return
+    elif kind == "pause":
+        sim.paused_until[victim] = max(sim.paused_until[victim], now + duration)
+        return
+    added = frozenset(sim.net.blocked - before)
+    if added:
+        sim.push(now + duration, FAULT, 0, ("unblock", added))
+
+
+def final_checks(sim: Simulation) -> None:
+    """Liveness after the faults stopped (all replicas up, network healed)."""
+    p = sim.params
+    checker = sim.checker
+    leader = sim.current_leader()
+    if leader is None:
+        checker.fail("liveness", f"no leader {p.liveness_bound_ms} ms after the faults stopped")
+        return
+    lnode = sim.nodes[leader]
+    assert lnode is not None and isinstance(lnode.state, LeaderState)
+    if p.append_interval_ms > 0 and sim.last_commit_ms < p.fault_end_ms:
+        checker.fail("liveness", "no append committed after the faults stopped")
+    hw = lnode.high_watermark
+    for nid, node in sim.nodes.items():
+        if node is None:
+            checker.fail("liveness", f"node {nid} is down at the end")
+            continue
+        if node.log.end_offset != lnode.log.end_offset or node.high_watermark != hw:
+            checker.fail(
+                "liveness",
+                f"node {nid} not caught up: LEO {node.log.end_offset} HW {node.high_watermark}, "
+                f"leader {leader} LEO {lnode.log.end_offset} HW {hw}",
+            )
+        elif node.log.end_offset_and_epoch() != lnode.log.end_offset_and_epoch():
+            checker.fail("liveness", f"node {nid} log differs from the leader's")

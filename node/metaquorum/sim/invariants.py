@@ -1,0 +1,138 @@
+"""Safety invariants checked after every simulated event (reliability reference §5.3).
+
+Role: watch every node's state and effects and record a `Violation` (with the event index)
+when one of these breaks:
+- `single-leader`: at most one leader per epoch;
+- `epoch-monotonic`: a node's epoch never decreases, across restarts too (quorum-state);
+- `hw-monotonic`: a node's HW never decreases within one incarnation;
+- `hw-majority-flushed`: when a leader's HW moves to h, a majority of voters have the entry at
+  h-1 (same epoch) *flushed* on disk;
+- `hw-own-epoch`: a leader exposes a HW only above its epoch start offset (its own record);
+- `log-matching`: an entry at (offset, epoch) is the same everywhere, with the same previous
+  epoch (so equal entries imply equal prefixes);
+- `committed-stable`: the committed prefix (below any reported HW) is the same on every node
+  and never changes; every acknowledged append is in it at its acknowledged offset;
+- `vote-durable` / `single-vote`: a granted vote is on disk before its reply leaves, and a node
+  never grants two candidates in one epoch, crashes included;
+- `ack-durable`: a Fetch (which acknowledges its offset) leaves only when that offset is flushed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from metaquorum.core.log import LogEntry
+from metaquorum.core.node import RaftNode
+from metaquorum.core.states import LeaderState
+from metaquorum.sim.disk import MemoryDisk
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    event_index: int
+    time_ms: int
+    kind: str
+    detail: str
+
+
+class InvariantChecker:
+    def __init__(self, voters: frozenset[int]):
+        self.voters = voters
+        self.majority = len(voters) // 2 + 1
+        self.violations: list[Violation] = []
+        self.leaders: dict[int, int] = {}
+        self.max_epoch: dict[int, int] = {}
+        self.last_hw: dict[int, int] = {}
+        self.entry_index: dict[tuple[int, int], tuple[bytes, int]] = {}
+        self.committed: list[LogEntry] = []
+        self.votes: dict[tuple[int, int], int] = {}
+        self.event_index = 0
+        self.now_ms = 0
+
+    def fail(self, kind: str, detail: str) -> None:
+        if len(self.violations) < 20:
+            self.violations.append(Violation(self.event_index, self.now_ms, kind, detail))
+
+    # --- per step ----------------------------------------------------------------------------
+    def after_step(self, nid: int, node: RaftNode) -> None:
+        st = node.state
+        epoch = st.epoch
+        if epoch < self.max_epoch.get(nid, 0):
+            self.fail("epoch-monotonic", f"node {nid} at epoch {epoch} after {self.max_epoch[nid]}")
+        else:
+            self.max_epoch[nid] = epoch
+        if isinstance(st, LeaderState):
+            other = self.leaders.setdefault(epoch, nid)
+            if other != nid:
+                self.fail("single-leader", f"epoch {epoch} has leaders {other} and {nid}")
+        hw = node.high_watermark
+        if hw is not None:
+            if hw < self.last_hw.get(nid, -1):
+                self.fail("hw-monotonic", f"node {nid} HW {hw} after {self.last_hw[nid]}")
+            self.last_hw[nid] = hw
+
+    def on_restart(self, nid: int) -> None:
+        self.last_hw.pop(nid, None)
+
+    def on_append(self, nid: int, disk: MemoryDisk, entries: tuple[LogEntry, ...]) -> None:
+        """Called after the disk appended `entries`."""
+        log = disk.entries
+        for e in entries:
+            prev = log[e.offset - 1].epoch if e.offset > 0 else -1
+            key = (e.offset, e.epoch)
+            seen = self.entry_index.get(key)
+            if seen is None:
+                self.entry_index[key] = (e.value, prev)
+            elif seen != (e.value, prev):
+                self.fail("log-matching", f"node {nid} entry {key} differs from an earlier copy")
+
+    def on_high_watermark(
+        self, nid: int, node: RaftNode, hw: int, disks: dict[int, MemoryDisk]
+    ) -> None:
+        st = node.state
+        log = node.log
+        if isinstance(st, LeaderState):
+            if hw <= st.epoch_start_offset:
+                self.fail(
+                    "hw-own-epoch", f"leader {nid} HW {hw} <= epoch start {st.epoch_start_offset}"
+                )
+            last = log.entry(hw - 1)
+            holders = 0
+            for v in self.voters:
+                d = disks[v]
+                if d.flushed >= hw and d.entries[hw - 1].epoch == last.epoch:
+                    holders += 1
+            if holders < self.majority:
+                self.fail(
+                    "hw-majority-flushed", f"leader {nid} HW {hw} flushed on {holders} voters"
+                )
+        committed = self.committed
+        upto = min(hw, log.end_offset)
+        for o in range(min(len(committed), upto)):
+            if committed[o] != log.entry(o):
+                self.fail("committed-stable", f"node {nid} offset {o} differs from committed data")
+                return
+        for o in range(len(committed), upto):
+            committed.append(log.entry(o))
+
+    def on_append_committed(self, nid: int, offset: int, value: bytes) -> None:
+        if offset >= len(self.committed) or self.committed[offset].value != value:
+            self.fail("committed-stable", f"acknowledged append at {offset} not in committed data")
+
+    def on_vote_granted(self, nid: int, epoch: int, candidate: int, disk: MemoryDisk) -> None:
+        prev = self.votes.setdefault((nid, epoch), candidate)
+        if prev != candidate:
+            self.fail(
+                "single-vote", f"node {nid} voted for {prev} and {candidate} in epoch {epoch}"
+            )
+        e = disk.election
+        if e is None or e.epoch != epoch or e.voted_key is None or e.voted_key.id != candidate:
+            self.fail(
+                "vote-durable", f"node {nid} granted {candidate} in epoch {epoch} before persisting"
+            )
+
+    def on_fetch_sent(self, nid: int, fetch_offset: int, disk: MemoryDisk) -> None:
+        if disk.flushed < fetch_offset:
+            self.fail(
+                "ack-durable", f"node {nid} fetched at {fetch_offset}, flushed {disk.flushed}"
+            )

@@ -1,0 +1,89 @@
+"""Parameters of one simulation run: cluster shape, fault mix, workload, timeline.
+
+Role: a plain, hashable description of a run, so a seed plus its params reproduces it and
+the campaign pipeline can ship them around. Named mixes (`MIXES`) are the CI's fault menu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from metaquorum.core.config import QuorumConfig
+from metaquorum.sim.network import LinkProfile
+
+
+@dataclass(frozen=True, slots=True)
+class FaultMix:
+    """Relative weights of the faults injected during the fault phase, and their knobs."""
+
+    interval_ms: int = 1500
+    isolate: int = 0
+    one_way: int = 0
+    split: int = 0
+    crash: int = 0
+    pause: int = 0
+    wipe: int = 0
+    duration_min_ms: int = 500
+    duration_max_ms: int = 4000
+    torn_write: float = 0.5
+    stable_leadership: bool = False
+
+    def weights(self) -> list[tuple[str, int]]:
+        kinds = ("isolate", "one_way", "split", "crash", "pause", "wipe")
+        return [(k, getattr(self, k)) for k in kinds if getattr(self, k) > 0]
+
+
+@dataclass(frozen=True, slots=True)
+class SimParams:
+    seed: int = 0
+    voters: int = 3
+    observers: int = 0
+    mix: FaultMix = field(default_factory=FaultMix)
+    link: LinkProfile = field(default_factory=LinkProfile)
+    config: QuorumConfig = field(default_factory=QuorumConfig)
+    flush_max_ms: int = 5
+    append_interval_ms: int = 100
+    fault_end_ms: int = 8000
+    workload_tail_ms: int = 3000
+    liveness_bound_ms: int = 15000
+    trace: bool = False
+
+    @property
+    def end_ms(self) -> int:
+        return self.fault_end_ms + self.liveness_bound_ms
+
+    def with_seed(self, seed: int) -> SimParams:
+        return replace(self, seed=seed)
+
+    def describe(self) -> dict[str, object]:
+        return asdict(self)
+
+
+NOISY = LinkProfile(drop=0.05, duplicate=0.05, delay_min_ms=1, delay_max_ms=40)
+
+MIXES: dict[str, SimParams] = {
+    "calm": SimParams(),
+    "partitions": SimParams(mix=FaultMix(isolate=2, one_way=2, split=2), link=NOISY),
+    "crashes": SimParams(mix=FaultMix(crash=3, pause=1), link=NOISY, flush_max_ms=20),
+    "chaos": SimParams(
+        mix=FaultMix(isolate=1, one_way=1, split=1, crash=2, pause=1, interval_ms=1000),
+        link=NOISY,
+        flush_max_ms=20,
+    ),
+    "five-chaos": SimParams(
+        voters=5,
+        observers=1,
+        mix=FaultMix(isolate=1, one_way=1, split=2, crash=2, pause=1, interval_ms=1000),
+        link=NOISY,
+        flush_max_ms=20,
+    ),
+    "observers": SimParams(
+        observers=2, mix=FaultMix(isolate=1, crash=2), link=NOISY, flush_max_ms=10
+    ),
+    "stable-leadership": SimParams(
+        mix=FaultMix(stable_leadership=True), append_interval_ms=0, fault_end_ms=14000
+    ),
+    "five-stable-leadership": SimParams(
+        voters=5, mix=FaultMix(stable_leadership=True), append_interval_ms=0, fault_end_ms=14000
+    ),
+}
