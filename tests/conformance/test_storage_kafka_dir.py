@@ -18,9 +18,10 @@ from metaquorum.protocol.records import iter_valid_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.storage.dump import dump_file
 from metaquorum.storage.epoch_cache import parse_checkpoint
+from metaquorum.storage.formatter import ServerConfig, format_storage
 from metaquorum.storage.log import LogConfig, MetadataLog
 from metaquorum.storage.meta_properties import read_meta_properties
-from metaquorum.storage.quorum_state import read_quorum_state
+from metaquorum.storage.quorum_state import QuorumStateFile, read_quorum_state, write_quorum_state
 from metaquorum.storage.snapshot_records import read_snapshot
 
 from tests.conformance.conftest import run_kafka_class
@@ -36,11 +37,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def kafka_dir(kafka_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("kafka-controller")
-    meta = root / "meta"
+def _write_config(root: Path) -> Path:
     port = _free_port()
+    meta = root / "meta"
     cfg = root / "controller.properties"
     cfg.write_text(
         "process.roles=controller\nnode.id=1\n"
@@ -50,12 +49,15 @@ def kafka_dir(kafka_classpath: str, tmp_path_factory: pytest.TempPathFactory) ->
         f"metadata.log.dir={meta}\nlog.dirs={meta}\n"
         "metadata.max.idle.interval.ms=10\n"
     )
-    run_kafka_class(kafka_classpath, "kafka.tools.StorageTool",
-                    ["format", "-c", str(cfg), "-t", CLUSTER, "--standalone"])  # fmt: skip
-    partition = meta / "__cluster_metadata-0"
+    return cfg
+
+
+def _run_controller(classpath: str, root: Path, cfg: Path, min_log_bytes: int) -> None:
+    """Run kafka.Kafka until it leads and its log holds `min_log_bytes`, then stop it."""
+    partition = root / "meta" / "__cluster_metadata-0"
     log_out = (root / "kafka.out").open("w")
     proc = subprocess.Popen(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", kafka_classpath,
+        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath,
          "kafka.Kafka", str(cfg)],
         stdout=log_out, stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -66,7 +68,7 @@ def kafka_dir(kafka_classpath: str, tmp_path_factory: pytest.TempPathFactory) ->
             state = partition / "quorum-state"
             # leader change + bootstrap records + no-ops
             elected = state.exists() and '"leaderId":1' in state.read_text()
-            if elected and seg.exists() and seg.stat().st_size > 6000:
+            if elected and seg.exists() and seg.stat().st_size > min_log_bytes:
                 break
             if proc.poll() is not None:
                 pytest.fail(f"kafka exited early: {(root / 'kafka.out').read_text()[-2000:]}")
@@ -81,7 +83,36 @@ def kafka_dir(kafka_classpath: str, tmp_path_factory: pytest.TempPathFactory) ->
             proc.kill()
             proc.wait()
         log_out.close()
-    return meta
+
+
+@pytest.fixture(scope="module")
+def kafka_dir(kafka_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("kafka-controller")
+    cfg = _write_config(root)
+    run_kafka_class(kafka_classpath, "kafka.tools.StorageTool",
+                    ["format", "-c", str(cfg), "-t", CLUSTER, "--standalone"])  # fmt: skip
+    _run_controller(kafka_classpath, root, cfg, 6000)
+    return root / "meta"
+
+
+def test_kafka_boots_from_our_format_and_quorum_state(kafka_classpath: str, tmp_path: Path) -> None:
+    """The reverse direction: Kafka's controller starts on a directory we formatted, reads
+    our quorum-state (it continues from our epoch), and we read what it then wrote."""
+    cfg = _write_config(tmp_path)
+    format_storage(ServerConfig.load(cfg), CLUSTER, standalone=True)
+    partition = tmp_path / "meta" / "__cluster_metadata-0"
+    write_quorum_state(partition, QuorumStateFile(leader_id=-1, leader_epoch=5, voted_id=-1))
+    _run_controller(kafka_classpath, tmp_path, cfg, 500)
+    state = read_quorum_state(partition)
+    assert state is not None and state.leader_id == 1 and state.leader_epoch > 5
+    log = MetadataLog.open(partition, LogConfig())
+    try:
+        assert log.recovery.truncated_bytes == 0
+        assert log.epoch_cache.entries[0].epoch == state.leader_epoch
+        first = next(iter_valid_batches(log.read(0, 1 << 20).records))
+        assert first.is_control and first.partition_leader_epoch == state.leader_epoch
+    finally:
+        log.close()
 
 
 def test_our_reader_reads_kafka_dir(kafka_dir: Path, tmp_path: Path) -> None:
