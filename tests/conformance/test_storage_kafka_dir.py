@@ -156,6 +156,7 @@ def test_our_reader_reads_kafka_dir(kafka_dir: Path, tmp_path: Path) -> None:
 def test_dump_log_matches_kafka_on_kafka_dir(kafka_classpath: str, kafka_dir: Path) -> None:
     partition = kafka_dir / "__cluster_metadata-0"
     files = sorted(partition.glob("*.log")) + sorted(partition.glob("*.checkpoint"))
+    files.append(kafka_dir / "bootstrap.checkpoint")
     args = ["--deep-iteration", "--files", ",".join(map(str, files))]
     out = run_kafka_class(kafka_classpath, "org.apache.kafka.tools.DumpLogSegments", args).stdout
     theirs = [x for x in out.splitlines() if x and not x.startswith("[")]

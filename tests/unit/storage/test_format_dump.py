@@ -216,3 +216,18 @@ def test_dump_log_reports_damage(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert ".log segments and .checkpoint" in capsys.readouterr().err
     assert _cli(["dump-log", "--files", str(tmp_path / "00000000000000000009.log")]) == 1
     assert os.path.basename("00000000000000000009.log") in capsys.readouterr().err
+
+
+def test_storage_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _config(tmp_path)
+    assert _cli(["storage", "info", "-c", str(cfg)]) == 0
+    assert "not formatted" in capsys.readouterr().out
+    _cli(["storage", "format", "-c", str(cfg), "-t", CLUSTER, "-s"])
+    capsys.readouterr()
+    assert _cli(["storage", "info", "-c", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert f"'cluster.id': '{CLUSTER}'" in out and "'node.id': '1'" in out
+    (tmp_path / "meta" / "meta.properties").write_text("version=7\n")
+    assert _cli(["storage", "info", "-c", str(cfg)]) == 1
+    err = capsys.readouterr().err
+    assert "meta.properties" in err and "unknown version" in err
