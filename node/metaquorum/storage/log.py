@@ -10,9 +10,11 @@ Role: what the Raft core's effects need of a durable log, in Kafka's on-disk for
 Invariants:
 - offsets are dense from the log start offset to the log end offset; epochs never decrease;
 - only bytes that passed the length + CRC check at append or at open are ever returned;
-- recovery at open validates the active segment batch by batch and cuts a torn or corrupt
-  tail (and everything after it), rebuilds indexes that disagree with their log, removes
-  partial snapshots, and truncates fully when the latest snapshot is past the log end;
+- recovery at open validates every segment batch by batch and cuts a torn tail; any other
+  damage (valid batches after a bad one, damage in an older segment, missing or overlapping
+  segments) raises LogCorruptionError unless `LogConfig.truncate_corruption`; it rebuilds
+  indexes that disagree with their log, removes partial snapshots, and truncates fully when
+  the latest snapshot is past the log end;
 - files are created, renamed and deleted with a directory fsync; `flush` fsyncs every dirty
   segment and returns the offset up to which the log is durable.
 """
@@ -21,10 +23,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.records import (
     PARTITION_LEADER_EPOCH_OFFSET,
     SimpleRecord,
@@ -33,6 +33,16 @@ from metaquorum.protocol.records import (
 )
 from metaquorum.storage.epoch_cache import EpochEntry, LeaderEpochCache
 from metaquorum.storage.fsutil import fsync_dir
+from metaquorum.storage.log_types import (
+    METADATA_PARTITION_DIR,
+    METADATA_TOPIC,
+    LogAppendInfo,
+    LogConfig,
+    LogError,
+    LogFetchInfo,
+    OffsetOutOfRangeError,
+    RecoveryReport,
+)
 from metaquorum.storage.segment import LOG_SUFFIX, BatchInfo, LogCorruptionError, LogSegment
 from metaquorum.storage.snapshots import (
     OffsetAndEpoch,
@@ -41,51 +51,20 @@ from metaquorum.storage.snapshots import (
     list_snapshots,
 )
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
+__all__ = [
+    "METADATA_PARTITION_DIR",
+    "METADATA_TOPIC",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogError",
+    "LogFetchInfo",
+    "MetadataLog",
+    "OffsetOutOfRangeError",
+    "RecoveryReport",
+]
+
 _BASE_OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
-
-
-class LogError(ProtocolError):
-    """A log operation refused: bad batches from a leader, offsets out of order, bad range."""
-
-
-class OffsetOutOfRangeError(LogError):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class LogConfig:
-    segment_bytes: int = 1 << 30  # metadata.log.segment.bytes
-    index_interval_bytes: int = 4096
-    fsync: bool = True
-    # Kafka truncates at the first bad batch wherever it is; we do so only for a torn tail
-    # unless this is set (an operator's explicit choice to drop what follows the damage).
-    truncate_corruption: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
-    first_offset: int
-    last_offset: int
-    bytes_appended: int
-
-
-@dataclass(frozen=True, slots=True)
-class LogFetchInfo:
-    """Bytes of whole batches starting with the one holding `start_offset`."""
-
-    records: bytes
-    start_offset: int
-
-
-@dataclass(slots=True)
-class RecoveryReport:
-    truncated_bytes: int = 0
-    reasons: list[str] = field(default_factory=list)
-    rebuilt_indexes: list[Path] = field(default_factory=list)
-    removed_files: list[Path] = field(default_factory=list)
 
 
 class MetadataLog:
