@@ -102,7 +102,10 @@ class MetadataLog:
         infos: list[BatchInfo] = []
         for i, base in enumerate(bases):
             seg = LogSegment(
-                self.directory, base, index_interval_bytes=self.config.index_interval_bytes
+                self.directory,
+                base,
+                index_interval_bytes=self.config.index_interval_bytes,
+                fsync=self.config.fsync,
             )
             expected = infos[-1].last_offset + 1 if infos else None
             if expected is not None and base != expected:
@@ -147,6 +150,10 @@ class MetadataLog:
             self._truncate_fully(latest.offset)
         self.flushed_offset = self.log_end_offset
         if report.removed_files or report.truncated_bytes:
+            self._fsync_dir()
+
+    def _fsync_dir(self) -> None:
+        if self.config.fsync:
             fsync_dir(self.directory)
 
     def _refuse_or_drop(self, bases: list[int], why: str) -> None:
@@ -181,7 +188,10 @@ class MetadataLog:
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         seg = LogSegment(
-            self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes
+            self.directory,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            fsync=self.config.fsync,
         )
         seg.recover()
         return seg
@@ -341,7 +351,7 @@ class MetadataLog:
             raise LogError(f"cannot truncate to {offset}, below log start {self.log_start_offset}")
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self.segments.pop().delete()
-            fsync_dir(self.directory)
+            self._fsync_dir()
         seg = self.segments[-1]
         seg.truncate_to(offset)
         end = self.log_end_offset  # < offset if `offset` fell inside a batch
@@ -352,7 +362,7 @@ class MetadataLog:
     def _truncate_fully(self, new_start: int) -> None:
         for seg in self.segments:
             seg.delete()
-        fsync_dir(self.directory)
+        self._fsync_dir()
         self.segments = [self._new_segment(new_start)]
         self.epoch_cache.clear()
         self.log_start_offset = new_start
@@ -393,7 +403,7 @@ class MetadataLog:
         for old in [s for s in self.snapshots if s < snapshot_id]:
             delete_snapshot(self.directory, old)
         self.snapshots = [s for s in self.snapshots if s >= snapshot_id]
-        fsync_dir(self.directory)
+        self._fsync_dir()
         return True
 
     def truncate_to_latest_snapshot(self) -> bool:

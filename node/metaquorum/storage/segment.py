@@ -91,7 +91,15 @@ class RecoveryResult:
 class LogSegment:
     """An open segment. Not thread-safe; the log serialises access."""
 
-    def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096):
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        fsync: bool = True,
+    ):
+        self.fsync = fsync  # False only in tests and benchmarks of the logic
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -100,7 +108,7 @@ class LogSegment:
         created = not self.log_path.exists()
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self._index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        if created:
+        if created and fsync:
             fsync_dir(directory)
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset  # last offset + 1, known after recover()/append
@@ -143,7 +151,7 @@ class LogSegment:
         truncated = self.size - valid
         if truncated:
             os.ftruncate(self._fd, valid)
-            os.fsync(self._fd)
+            self._sync(self._fd)
             self.size = valid
         self.next_offset = infos[-1].last_offset + 1 if infos else self.base_offset
         expected = self._index_for(infos)
@@ -178,7 +186,11 @@ class LogSegment:
         data = b"".join(_ENTRY.pack(o - self.base_offset, p) for o, p in entries)
         os.ftruncate(self._index_fd, 0)
         os.pwrite(self._index_fd, data, 0)
-        os.fsync(self._index_fd)
+        self._sync(self._index_fd)
+
+    def _sync(self, fd: int) -> None:
+        if self.fsync:
+            os.fsync(fd)
 
     # --- writes ----------------------------------------------------------------------------
     def append(self, data: bytes | memoryview, infos: list[BatchInfo]) -> None:
@@ -207,7 +219,7 @@ class LogSegment:
 
     def flush(self) -> None:
         if self.dirty:
-            os.fsync(self._fd)
+            self._sync(self._fd)
             self.dirty = False
 
     def truncate_to(self, offset: int) -> int:
@@ -217,7 +229,7 @@ class LogSegment:
             return 0
         removed = self.size - pos
         os.ftruncate(self._fd, pos)
-        os.fsync(self._fd)
+        self._sync(self._fd)
         self.size = pos
         keep = bisect.bisect_left(self._index_positions, pos)
         del self._index_offsets[keep:]

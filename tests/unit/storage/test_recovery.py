@@ -48,11 +48,13 @@ def test_cut_at_every_byte_of_last_batch(tmp_path: Path, pristine: tuple[Path, l
     src, ends = pristine
     whole_before = ends[-2]
     expected_leo = sum(range(1, len(ends)))  # records of every batch but the last
+    d = tmp_path / "cut"
+    shutil.copytree(src, d)
+    originals = {p.name: p.read_bytes() for p in src.iterdir()}
+    seg = "00000000000000000000.log"
     for cut in range(whole_before, ends[-1]):
-        d = tmp_path / f"cut{cut}"
-        shutil.copytree(src, d)
-        with open(d / "00000000000000000000.log", "r+b") as f:
-            f.truncate(cut)
+        for name, data in originals.items():  # restore the crashed state: log cut at `cut`
+            (d / name).write_bytes(data[:cut] if name == seg else data)
         log = MetadataLog.open(d, CFG)
         assert log.log_end_offset == expected_leo, cut
         assert log.recovery.truncated_bytes == cut - whole_before
@@ -62,7 +64,8 @@ def test_cut_at_every_byte_of_last_batch(tmp_path: Path, pristine: tuple[Path, l
         log.append_records_as_leader([b"new"], 9, timestamp_ms=0)
         assert log.log_end_offset == expected_leo + 1
         log.close()
-        shutil.rmtree(d)
+        for extra in set(p.name for p in d.iterdir()) - set(originals):
+            (d / extra).unlink()
 
 
 def test_bit_flips_in_last_batch(tmp_path: Path, pristine: tuple[Path, list[int]]) -> None:
