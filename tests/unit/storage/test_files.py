@@ -6,7 +6,7 @@ import bisect
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from metaquorum.protocol.types import Uuid
 from metaquorum.storage.epoch_cache import (
@@ -230,3 +230,24 @@ def test_epoch_cache_truncation(tmp_path: Path) -> None:
     cache.truncate_from_start(15)
     assert cache.entries == [EpochEntry(2, 15)]
     assert LeaderEpochCache.load(tmp_path).entries == [EpochEntry(2, 15)]
+
+
+@settings(max_examples=150)
+@given(st.binary(max_size=120))
+def test_fuzz_small_files_give_value_or_protocol_error(data: bytes) -> None:
+    import tempfile
+
+    from metaquorum.protocol.errors import ProtocolError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        for name, reader in (
+            ("meta.properties", lambda: read_meta_properties(d)),
+            ("quorum-state", lambda: read_quorum_state(d)),
+            ("leader-epoch-checkpoint", lambda: LeaderEpochCache.load(d)),
+        ):
+            (d / name).write_bytes(data)
+            try:
+                reader()
+            except ProtocolError as e:
+                assert name in str(e)
