@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.protocol_cmd",
     "metaquorum.cli.storage_cmd",
     "metaquorum.cli.dump_log_cmd",
+    "metaquorum.cli.server_cmd",
 )
 
 

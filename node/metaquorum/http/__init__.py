@@ -1,0 +1,1 @@
+"""HTTP endpoints of a node: /metrics (Prometheus), /healthz, /readyz, /status."""

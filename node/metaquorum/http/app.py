@@ -1,0 +1,111 @@
+"""aiohttp app of a running node: /metrics, /healthz, /readyz, /status.
+
+Role: expose the node's view of the quorum. /metrics uses Kafka's `raft-metrics` names
+(reference §7) in Prometheus form: group and name joined, dashes as underscores, e.g.
+`kafka-metrics raft-metrics current-leader` -> `kafka_server_raft_metrics_current_leader`
+(the JMX exporter's usual mapping of `kafka.server:type=raft-metrics`).
+/healthz is 200 while the driver runs; /readyz 200 when a leader is known and this replica is
+caught up (else 503 with the reason); /status the JSON of `node_status`.
+Invariants: read-only; every value is read from the driver at request time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from metaquorum.runtime.node import NodeRuntime
+from metaquorum.runtime.status import is_ready, kafka_state_name, node_status
+
+PREFIX = "kafka_server_raft_metrics_"
+STATES = (
+    "leader",
+    "prospective",
+    "prospective-voted",
+    "candidate",
+    "unattached-voted",
+    "follower",
+    "observer",
+    "unattached",
+)
+
+
+class RaftCollector(Collector):
+    def __init__(self, runtime: NodeRuntime) -> None:
+        self.runtime = runtime
+
+    def collect(self) -> Iterator[Metric]:
+        s = node_status(self.runtime.driver)
+        gauges = {
+            "current_leader": ("current-leader", s["leader_id"]),
+            "current_vote": ("current-vote", s["voted_id"]),
+            "current_epoch": ("current-epoch", s["epoch"]),
+            "high_watermark": ("high-watermark", s["high_watermark"]),
+            "log_end_offset": ("log-end-offset", s["log_end_offset"]),
+            "log_end_epoch": ("log-end-epoch", s["log_end_epoch"]),
+            "number_of_voters": ("number-of-voters", len(s["voters"])),
+        }
+        for name, (kafka, value) in gauges.items():
+            yield GaugeMetricFamily(PREFIX + name, f"raft-metrics {kafka}", value=value)
+        state = GaugeMetricFamily(
+            PREFIX + "current_state", "raft-metrics current-state (1 = current)", labels=["state"]
+        )
+        current = kafka_state_name(self.runtime.driver)
+        for name in STATES:
+            state.add_metric([name], 1.0 if name == current else 0.0)
+        yield state
+        stats = self.runtime.driver.stats
+        yield GaugeMetricFamily(
+            PREFIX + "append_records_total",
+            "records appended to the local log",
+            value=stats.appends,
+        )
+        yield GaugeMetricFamily(
+            "metaquorum_fsyncs_total",
+            "log fsyncs (group commit)",
+            value=self.runtime.driver.io.fsyncs,
+        )
+
+
+def build_app(runtime: NodeRuntime) -> web.Application:
+    registry = CollectorRegistry()
+    registry.register(RaftCollector(runtime))
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), content_type="text/plain")
+
+    async def healthz(_: web.Request) -> web.Response:
+        task = runtime.driver._task
+        if task is None or task.done():
+            return web.Response(status=503, text="driver not running\n")
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok, why = is_ready(runtime.driver)
+        return web.Response(status=200 if ok else 503, text=why + "\n")
+
+    async def status(_: web.Request) -> web.Response:
+        return web.json_response(node_status(runtime.driver))
+
+    app = web.Application()
+    app.add_routes(
+        [
+            web.get("/metrics", metrics),
+            web.get("/healthz", healthz),
+            web.get("/readyz", readyz),
+            web.get("/status", status),
+        ]
+    )
+    return app
+
+
+async def start_http(runtime: NodeRuntime, host: str, port: int) -> web.AppRunner:
+    runner = web.AppRunner(build_app(runtime), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    return runner

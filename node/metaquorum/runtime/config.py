@@ -1,0 +1,193 @@
+"""Node configuration: a Kafka `.properties` file plus environment overrides (KIP-595 §Configs).
+
+Role: turn `server.properties` into a validated `NodeConfig` with Kafka's names and defaults
+(`node.id`, `process.roles`, `controller.listener.names`, `listeners`, `controller.quorum.voters`,
+`controller.quorum.bootstrap.servers`, `metadata.log.dir`, the `controller.quorum.*` timeouts,
+`controller.quorum.append.linger.ms`). An environment variable `METAQUORUM_<KEY>` (the key upper
+cased, dots and dashes as underscores, e.g. `METAQUORUM_NODE_ID`) overrides the file.
+
+Invariants: every invalid or missing value raises `ConfigError` with ONE line naming the key and
+the fix; a config that loads names this node's own controller listener and, for a static quorum,
+lists this node among `controller.quorum.voters` or runs it as an observer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaquorum.core.config import QuorumConfig
+from metaquorum.storage.meta_properties import parse_properties
+
+ENV_PREFIX = "METAQUORUM_"
+# Our own (non-Kafka) keys: the HTTP listener of /metrics, /healthz, /readyz, /status.
+HTTP_LISTENER = "metaquorum.http.listener"
+MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """A one-line message naming the key and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    node_id: int
+    process_roles: tuple[str, ...]
+    controller_listener_names: tuple[str, ...]
+    listeners: dict[str, Endpoint]
+    voters: dict[int, Endpoint]  # controller.quorum.voters (static quorum)
+    bootstrap_servers: tuple[Endpoint, ...]
+    metadata_log_dir: Path
+    quorum: QuorumConfig
+    http_listener: Endpoint | None
+    max_frame_bytes: int
+    props: dict[str, str]
+
+    @property
+    def listener_name(self) -> str:
+        return self.controller_listener_names[0]
+
+    @property
+    def listen(self) -> Endpoint:
+        return self.listeners[self.listener_name]
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+
+def _int(props: Mapping[str, str], key: str, default: int | None = None, minimum: int = 0) -> int:
+    raw = props.get(key)
+    if raw is None or not raw.strip():
+        if default is None:
+            raise ConfigError(f"{key} is missing: set {key}=<integer> in the config")
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not an integer: set {key}=<integer>") from None
+    if value < minimum:
+        raise ConfigError(f"{key}={value} is below {minimum}: set {key} to at least {minimum}")
+    return value
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d{1,5})")
+
+
+def parse_endpoint(text: str, key: str) -> Endpoint:
+    m = _HOST_PORT.fullmatch(text.strip())
+    if not m or not 0 < int(m.group(2)) < 65536:
+        raise ConfigError(f"{key}: {text!r} is not host:port (port 1-65535)")
+    host = m.group(1)
+    host = host[1:-1] if host.startswith("[") else host
+    return Endpoint(host or "localhost", int(m.group(2)))
+
+
+def parse_listeners(text: str, key: str = "listeners") -> dict[str, Endpoint]:
+    out: dict[str, Endpoint] = {}
+    for item in _csv(text):
+        name, sep, rest = item.partition("://")
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
+            raise ConfigError(f"{key}: {item!r} is not NAME://host:port")
+        out[name] = parse_endpoint(rest, key)
+    return out
+
+
+def parse_voters(text: str) -> dict[int, Endpoint]:
+    key = "controller.quorum.voters"
+    out: dict[int, Endpoint] = {}
+    for item in _csv(text):
+        node, sep, rest = item.partition("@")
+        if not sep or not node.strip().isdigit():
+            raise ConfigError(f"{key}: {item!r} is not id@host:port")
+        out[int(node)] = parse_endpoint(rest, key)
+    return out
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    """`METAQUORUM_NODE_ID=3` -> `node.id=3` (`__` keeps a literal dash: `A__B` -> `a-b`)."""
+    out: dict[str, str] = {}
+    for name, value in environ.items():
+        if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX):
+            key = name[len(ENV_PREFIX) :].lower().replace("__", "-").replace("_", ".")
+            out[key] = value
+    return out
+
+
+def load_config(path: Path | None, environ: Mapping[str, str] | None = None) -> NodeConfig:
+    props: dict[str, str] = {}
+    if path is not None:
+        try:
+            props = parse_properties(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"cannot read config {path}: {e.strerror}; pass --config F") from None
+    props.update(env_overrides(os.environ if environ is None else environ))
+    return config_from_properties(props)
+
+
+def config_from_properties(props: dict[str, str]) -> NodeConfig:
+    node_id = _int(props, "node.id")
+    roles = _csv(props.get("process.roles", ""))
+    if not roles:
+        raise ConfigError("process.roles is missing: set process.roles=controller")
+    if roles != ("controller",):
+        raise ConfigError(f"process.roles={','.join(roles)}: metaquorum runs controller only")
+    names = _csv(props.get("controller.listener.names", ""))
+    if not names:
+        raise ConfigError("controller.listener.names is missing: set it, e.g. CONTROLLER")
+    listeners = parse_listeners(props.get("listeners", ""))
+    if names[0] not in listeners:
+        raise ConfigError(
+            f"listeners has no {names[0]} listener: add {names[0]}://host:port to listeners"
+        )
+    voters = parse_voters(props.get("controller.quorum.voters", ""))
+    bootstrap = tuple(
+        parse_endpoint(s, "controller.quorum.bootstrap.servers")
+        for s in _csv(props.get("controller.quorum.bootstrap.servers", ""))
+    )
+    if not voters:
+        raise ConfigError(
+            "controller.quorum.voters is missing: set id@host:port,... "
+            "(dynamic quorums via controller.quorum.bootstrap.servers are not supported yet)"
+        )
+    log_dir = (
+        props.get("metadata.log.dir", "").strip()
+        or (_csv(props.get("log.dirs", props.get("log.dir", ""))) or ("",))[0]
+    )
+    if not log_dir:
+        raise ConfigError("metadata.log.dir is missing: set metadata.log.dir=<directory>")
+    try:
+        quorum = QuorumConfig.from_properties(props)
+    except ValueError as e:
+        raise ConfigError(f"{e}: fix it in the config") from None
+    http_raw = props.get(HTTP_LISTENER, "").strip()
+    return NodeConfig(
+        node_id=node_id,
+        process_roles=roles,
+        controller_listener_names=names,
+        listeners=listeners,
+        voters=voters,
+        bootstrap_servers=bootstrap,
+        metadata_log_dir=Path(log_dir),
+        quorum=quorum,
+        http_listener=parse_endpoint(http_raw, HTTP_LISTENER) if http_raw else None,
+        max_frame_bytes=_int(props, MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, minimum=1024),
+        props=props,
+    )

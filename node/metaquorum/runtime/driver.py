@@ -1,0 +1,290 @@
+"""The driver: one asyncio task feeding events to the sans-IO core and performing its effects
+(DESIGN.md §4-§5; the real-IO twin of `metaquorum.sim.cluster`).
+
+Role: own the `RaftNode`; take events from one queue (requests, responses, flushes, client
+appends, resign), call `handle(event, now_ms)`, perform the step's effects in order, and sleep
+until the step's `next_deadline_ms` or the next event.
+
+Invariants (durability barriers):
+- `PersistElectionState` is awaited (written and fsynced) before any later effect of the step;
+- appends, truncations and flushes go to the one storage thread in effect order; `Flushed` comes
+  back only with the offset storage made durable, so nothing the core sends acknowledges an
+  unflushed offset;
+- a follower stores the leader's batches byte for byte (the bytes received for those entries);
+- a response to an inbound request completes the future of exactly that request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from metaquorum.core.effects import (
+    AppendCommitted,
+    AppendEntries,
+    AppendFailed,
+    FlushLog,
+    HighWatermarkAdvanced,
+    LeaderChanged,
+    PersistElectionState,
+    SendRequest,
+    SendResponse,
+    Step,
+    TruncateLog,
+)
+from metaquorum.core.events import (
+    ClientAppend,
+    Event,
+    Flushed,
+    Poll,
+    RequestFailed,
+    RequestReceived,
+    Resign,
+    ResponseReceived,
+)
+from metaquorum.core.log import LogEntry, RaftLog
+from metaquorum.core.node import RaftNode
+from metaquorum.core.states import LeaderState
+from metaquorum.core.voter_set import VoterSet
+from metaquorum.protocol.messages import EndQuorumEpochRequestData, FetchRequestData
+from metaquorum.runtime.config import NodeConfig
+from metaquorum.runtime.peers import PeerPool
+from metaquorum.runtime.records_bridge import batches_for_entries, entries_from_records
+from metaquorum.runtime.storage_io import StorageIO, election_from_file, election_to_file
+from metaquorum.storage.replica import ReplicaStorage
+
+log = logging.getLogger("metaquorum.driver")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class DriverStats:
+    appends: int = 0
+    committed: int = 0
+    elections_won: int = 0
+    leader_changes: int = 0
+    last_leader_change_ms: int = 0
+
+
+class Driver:
+    def __init__(
+        self, config: NodeConfig, storage: ReplicaStorage, entries: list[LogEntry]
+    ) -> None:
+        self.config = config
+        self.cluster_id = storage.meta.cluster_id or ""
+        self.io = StorageIO(storage, lambda off: self.post(Flushed(off)))
+        self.peers = PeerPool(config, self._on_response, self._on_request_failed)
+        start = now_ms()
+        self.node = RaftNode(
+            config.node_id,
+            cluster_id=self.cluster_id,
+            voters=VoterSet.of(config.voters),
+            config=config.quorum,
+            rng=random.Random(),
+            log=RaftLog(entries),
+            election=election_from_file(storage.read_election_state()),
+            now_ms=start,
+        )
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
+        self._inbound: dict[int, asyncio.Future[tuple[Any, tuple[LogEntry, ...]]]] = {}
+        self._next_inbound = 1 << 40
+        self._appends: dict[int, asyncio.Future[int]] = {}
+        self._next_append = 0
+        self._received: dict[int, tuple[int, bytes]] = {}  # first offset -> (end, bytes)
+        self.stats = DriverStats()
+        self.hw_listeners: list[Callable[[int], None]] = []
+        self.sent_end_quorum_epoch = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.failure: BaseException | None = None
+
+    # --- inputs ------------------------------------------------------------------------------
+    def post(self, event: Event) -> None:
+        self.events.put_nowait(event)
+
+    def _on_response(
+        self, source: int, cid: int, message: Any, records: bytes | None, fetch_offset: int
+    ) -> None:
+        entries: tuple[LogEntry, ...] = ()
+        if records:
+            try:
+                entries = entries_from_records(records, fetch_offset)
+            except ValueError as e:
+                log.warning("dropping a Fetch response from %s with bad records: %s", source, e)
+                self.post(RequestFailed(source, cid))
+                return
+            if entries:
+                self._received[entries[0].offset] = (entries[-1].offset + 1, records)
+        self.post(ResponseReceived(source, cid, message, entries))
+
+    def _on_request_failed(self, destination: int, cid: int) -> None:
+        self.post(RequestFailed(destination, cid))
+
+    async def submit_request(self, message: Any) -> tuple[Any, tuple[LogEntry, ...]]:
+        """Hand an inbound Raft request to the core; resolves with (response, entries)."""
+        self._next_inbound += 1
+        cid = self._next_inbound
+        fut: asyncio.Future[tuple[Any, tuple[LogEntry, ...]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._inbound[cid] = fut
+        self.post(RequestReceived(-1, cid, message))
+        try:
+            return await fut
+        finally:
+            self._inbound.pop(cid, None)
+
+    async def append(self, values: tuple[bytes, ...]) -> int:
+        """Append as one unit on the leader; the last offset once committed."""
+        self._next_append += 1
+        aid = self._next_append
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._appends[aid] = fut
+        self.post(ClientAppend(aid, values))
+        try:
+            return await fut
+        finally:
+            self._appends.pop(aid, None)
+
+    # --- the loop ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            step = self.node.start(now_ms())
+            while True:
+                await self._perform(step)
+                if self._stopping and self.events.empty():
+                    return
+                timeout = max(0.0, (step.next_deadline_ms - now_ms()) / 1000)
+                try:
+                    event = await asyncio.wait_for(self.events.get(), timeout)
+                except TimeoutError:
+                    event = Poll()
+                step = self.node.handle(event, now_ms())
+                # Drain what is already queued before sleeping (cheap batching).
+                while not self.events.empty() and not step.effects:
+                    step = self.node.handle(self.events.get_nowait(), now_ms())
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            self.failure = e
+            log.exception("the Raft driver stopped")
+            raise
+
+    async def _perform(self, step: Step) -> None:
+        storage = self.io.storage
+        for eff in step.effects:
+            if isinstance(eff, SendRequest):
+                if isinstance(eff.message, EndQuorumEpochRequestData):
+                    self.sent_end_quorum_epoch.set()
+                self.peers.send(eff.destination, eff.correlation_id, eff.message)
+            elif isinstance(eff, SendResponse):
+                fut = self._inbound.pop(eff.correlation_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result((eff.message, eff.entries))
+            elif isinstance(eff, PersistElectionState):
+                await self.io.call(
+                    partial(storage.write_election_state, election_to_file(eff.election))
+                )
+            elif isinstance(eff, AppendEntries):
+                self._append(eff.entries)
+            elif isinstance(eff, TruncateLog):
+                self._received.clear()
+                self.io.submit(partial(storage.log.truncate_to, eff.offset))
+            elif isinstance(eff, FlushLog):
+                self.io.request_flush(eff.offset)
+            elif isinstance(eff, HighWatermarkAdvanced):
+                for listener in self.hw_listeners:
+                    listener(eff.high_watermark)
+            elif isinstance(eff, LeaderChanged):
+                self.stats.leader_changes += 1
+                self.stats.last_leader_change_ms = now_ms()
+                if eff.leader_id == self.config.node_id:
+                    self.stats.elections_won += 1
+                log.info("leader is %s in epoch %s", eff.leader_id, eff.epoch)
+            elif isinstance(eff, AppendCommitted):
+                self.stats.committed += 1
+                afut = self._appends.get(eff.append_id)
+                if afut is not None and not afut.done():
+                    afut.set_result(eff.last_offset)
+            elif isinstance(eff, AppendFailed):
+                afut = self._appends.get(eff.append_id)
+                if afut is not None and not afut.done():
+                    afut.set_exception(NotLeaderError(eff.reason, self.node.leader_id))
+
+    def _append(self, entries: tuple[LogEntry, ...]) -> None:
+        if not entries:
+            return
+        first, end = entries[0].offset, entries[-1].offset + 1
+        received = self._received.pop(first, None)
+        data: list[bytes]
+        if received is not None and received[0] == end:
+            data = [received[1]]
+            fetch_start = first
+        else:
+            leader = self.config.node_id if isinstance(self.node.state, LeaderState) else -1
+            data = batches_for_entries(entries, leader_id=leader, timestamp_ms=now_ms())
+            fetch_start = -1
+        self._received.clear()
+        self.stats.appends += len(entries)
+        storage = self.io.storage
+
+        def write() -> None:
+            for chunk in data:
+                if fetch_start >= 0:
+                    # Drop batches below our end (a fetch may start mid-batch: never here).
+                    chunk = _from_offset(chunk, storage.log.log_end_offset)
+                if chunk:
+                    storage.log.append_as_follower(chunk)
+
+        self.io.submit(write)
+
+    # --- shutdown ----------------------------------------------------------------------------
+    async def resign_and_stop(self, timeout_s: float = 2.0) -> None:
+        """SIGTERM: a leader resigns (EndQuorumEpoch to the voters) before the node exits."""
+        if isinstance(self.node.state, LeaderState):
+            self.post(Resign())
+            try:
+                await asyncio.wait_for(self.sent_end_quorum_epoch.wait(), timeout_s)
+                await self.peers.wait_idle(timeout_s)
+            except TimeoutError:
+                log.warning("resign did not complete in %.1fs", timeout_s)
+        await self.stop()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        await self.peers.close()
+        await self.io.close()
+
+    # --- views for admin / http --------------------------------------------------------------
+    def fetch_offset_of(self, message: FetchRequestData) -> int:
+        return message.topics[0].partitions[0].fetch_offset
+
+
+def _from_offset(chunk: bytes, end: int) -> bytes:
+    from metaquorum.runtime.records_bridge import clip_batches
+
+    return clip_batches(chunk, end, 2**63 - 1)
+
+
+class NotLeaderError(Exception):
+    def __init__(self, reason: str, leader_id: int) -> None:
+        super().__init__(f"{reason} (leader {leader_id})")
+        self.reason = reason
+        self.leader_id = leader_id

@@ -1,0 +1,259 @@
+"""A local N-voter quorum on loopback: configs, formatting, processes (`make run`, tests).
+
+Role: write one `server.properties` per node (static `controller.quorum.voters`, free loopback
+ports), format each `metadata.log.dir` as `metaquorum storage format` does, and start/stop/kill
+`metaquorum server start` processes. Used by `python -m metaquorum.runtime.local_quorum` (the
+`make run` target: status, then a live status line until Ctrl-C, then a clean stop) and by the
+integration tests.
+
+Invariants: every process this module starts is stopped by `stop_all()` (SIGTERM, then SIGKILL
+after a grace period); ports are picked free at creation; a node's directory is never reused
+across clusters unless asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from metaquorum.protocol.types import Uuid
+from metaquorum.storage.formatter import ServerConfig, format_storage
+
+LISTENER = "CONTROLLER"
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+@dataclass
+class LocalNode:
+    node_id: int
+    port: int
+    http_port: int
+    directory: Path
+    config_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path = field(default_factory=Path)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def status(self, timeout_s: float = 1.0) -> dict[str, Any] | None:
+        url = f"http://127.0.0.1:{self.http_port}/status"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as r:
+                doc: dict[str, Any] = json.loads(r.read())
+                return doc
+        except (OSError, ValueError):
+            return None
+
+
+class LocalQuorum:
+    def __init__(
+        self,
+        base: Path,
+        voters: int = 3,
+        *,
+        observers: int = 0,
+        cluster_id: str | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        self.base = base
+        self.cluster_id = cluster_id or str(Uuid.random())
+        n = voters + observers
+        ports = free_ports(2 * n)
+        self.nodes: dict[int, LocalNode] = {}
+        for i in range(1, n + 1):
+            d = base / f"node-{i}"
+            self.nodes[i] = LocalNode(
+                i, ports[2 * i - 2], ports[2 * i - 1], d / "data", d / "server.properties"
+            )
+            self.nodes[i].log_path = d / "node.log"
+        self.voter_ids = list(range(1, voters + 1))
+        self.extra = extra or {}
+
+    def voters_string(self) -> str:
+        return ",".join(f"{i}@127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
+
+    def write_configs(self) -> None:
+        for node in self.nodes.values():
+            node.config_path.parent.mkdir(parents=True, exist_ok=True)
+            props = {
+                "node.id": str(node.node_id),
+                "process.roles": "controller",
+                "controller.listener.names": LISTENER,
+                "listeners": f"{LISTENER}://127.0.0.1:{node.port}",
+                "controller.quorum.voters": self.voters_string(),
+                "metadata.log.dir": str(node.directory),
+                "metaquorum.http.listener": f"127.0.0.1:{node.http_port}",
+                **self.extra,
+            }
+            text = "".join(f"{k}={v}\n" for k, v in props.items())
+            node.config_path.write_text(text, encoding="utf-8")
+
+    def format(self, node_ids: list[int] | None = None, cluster_id: str | None = None) -> None:
+        for nid in node_ids or list(self.nodes):
+            node = self.nodes[nid]
+            format_storage(ServerConfig.load(node.config_path), cluster_id or self.cluster_id)
+
+    def start(self, nid: int, extra_env: dict[str, str] | None = None) -> LocalNode:
+        node = self.nodes[nid]
+        env = dict(os.environ, **(extra_env or {}))
+        log = node.log_path.open("ab")
+        node.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "metaquorum.cli.server_cmd",
+                "start",
+                "--config",
+                str(node.config_path),
+            ],
+            stdout=log,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+        )
+        log.close()
+        return node
+
+    def start_all(self) -> None:
+        for nid in self.nodes:
+            self.start(nid)
+
+    def signal(self, nid: int, sig: int) -> None:
+        proc = self.nodes[nid].process
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, sig)
+
+    def kill(self, nid: int) -> None:
+        self.signal(nid, signal.SIGKILL)
+        proc = self.nodes[nid].process
+        if proc is not None:
+            proc.wait(10)
+
+    def stop(self, nid: int, grace_s: float = 10.0) -> int | None:
+        proc = self.nodes[nid].process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            self.signal(nid, signal.SIGCONT)
+            self.signal(nid, signal.SIGTERM)
+            try:
+                proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        return proc.returncode
+
+    def stop_all(self) -> None:
+        for nid in self.nodes:
+            self.stop(nid)
+
+    def statuses(self) -> dict[int, dict[str, Any] | None]:
+        return {nid: n.status() for nid, n in self.nodes.items() if n.process is not None}
+
+    def leader(self, exclude: set[int] | None = None) -> tuple[int, int] | None:
+        """(leader id, epoch) agreed by the live leader itself, or None."""
+        for nid, st in self.statuses().items():
+            if nid in (exclude or set()) or st is None:
+                continue
+            if st["state"] == "leader" and st["leader_id"] == nid:
+                return nid, int(st["epoch"])
+        return None
+
+    def wait_for_leader(
+        self, timeout_s: float = 20.0, exclude: set[int] | None = None, min_epoch: int = 0
+    ) -> tuple[int, int]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.leader(exclude)
+            if found is not None and found[1] >= min_epoch:
+                return found
+            time.sleep(0.05)
+        raise TimeoutError(f"no leader within {timeout_s}s: {self.statuses()}")
+
+
+def _status_line(q: LocalQuorum, started: float, last: dict[str, float]) -> str:
+    sts = q.statuses()
+    leader = q.leader()
+    if leader is None:
+        return "leader: none (electing)"
+    lid, epoch = leader
+    st = sts[lid] or {}
+    hw = st.get("high_watermark", -1)
+    lags = " ".join(f"{r['id']}:{r['lag']}" for r in st.get("replicas", []) if r["kind"] == "voter")
+    now = time.monotonic()
+    appended = float(st.get("appended_records", 0))
+    rate = (appended - last.get("appended", appended)) / max(1e-3, now - last.get("t", now))
+    last.update(appended=appended, t=now)
+    return (
+        f"leader {lid} epoch {epoch} HW {hw} lag[{lags}] "
+        f"appends/s {rate:.0f} up {now - started:.0f}s"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="run a local KRaft quorum on loopback")
+    parser.add_argument("--dir", type=Path, default=Path(".run/local-quorum"))
+    parser.add_argument("--voters", type=int, default=3)
+    args = parser.parse_args(argv)
+    import shutil
+
+    shutil.rmtree(args.dir, ignore_errors=True)
+    q = LocalQuorum(args.dir.resolve(), args.voters)
+    q.write_configs()
+    q.format()
+    print(f"cluster id {q.cluster_id}; {args.voters} voters: {q.voters_string()}")
+    print(f"logs and data under {args.dir}/node-N/")
+    q.start_all()
+    started = time.monotonic()
+    try:
+        lid, epoch = q.wait_for_leader(30)
+        print(f"leader elected: node {lid}, epoch {epoch}")
+        for nid, node in q.nodes.items():
+            print(f"  node {nid}: kafka {node.address}  http://127.0.0.1:{node.http_port}/status")
+        print(
+            f"describe it: .venv/bin/metaquorum quorum --bootstrap-controller "
+            f"{q.nodes[lid].address} describe --status   (Ctrl-C to stop)"
+        )
+        last: dict[str, float] = {}
+        while True:
+            line = _status_line(q, started, last)
+            sys.stdout.write("\r\x1b[K" + line)
+            sys.stdout.flush()
+            time.sleep(1)
+    except KeyboardInterrupt:
+        print("\nstopping...")
+    except TimeoutError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        q.stop_all()
+        print("stopped.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""A running KRaft controller node: storage + driver + TCP server, and graceful shutdown.
+
+Role: open this node's formatted `metadata.log.dir`, load the log into the core, start the
+driver and the Kafka-framed listener, and route each inbound request: ApiVersions and
+DescribeCluster are answered here; Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
+DescribeQuorum go through the core. SIGTERM/SIGINT: a leader resigns (EndQuorumEpoch) first.
+
+Invariants: a Fetch response carries the leader's stored batches for exactly the entries the
+core chose (bytes as on disk, never re-encoded); an API we do not serve closes that connection
+(as Kafka does for an API not enabled on a listener); the node never dies on a bad request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+from typing import Any
+
+from metaquorum.core.log import LogEntry
+from metaquorum.protocol.api_keys import ApiKeys
+from metaquorum.protocol.errors import Errors, ProtocolError
+from metaquorum.protocol.messages import DescribeQuorumResponseData, FetchResponseData
+from metaquorum.runtime.apis import api_versions_response, describe_cluster_response
+from metaquorum.runtime.config import NodeConfig
+from metaquorum.runtime.driver import Driver
+from metaquorum.runtime.records_bridge import batches_for_entries, clip_batches
+from metaquorum.runtime.server import KafkaServer
+from metaquorum.runtime.storage_io import load_entries
+from metaquorum.runtime.wire import InboundRequest, UnsupportedApiVersions, encode_response
+from metaquorum.storage.log import LogConfig
+from metaquorum.storage.replica import open_replica_storage
+
+log = logging.getLogger("metaquorum.node")
+
+CORE_APIS = frozenset(
+    {
+        ApiKeys.VOTE,
+        ApiKeys.BEGIN_QUORUM_EPOCH,
+        ApiKeys.END_QUORUM_EPOCH,
+        ApiKeys.FETCH,
+        ApiKeys.DESCRIBE_QUORUM,
+    }
+)
+MAX_FETCH_BYTES = 8 * 1024 * 1024
+
+
+class NodeRuntime:
+    def __init__(self, config: NodeConfig, *, fsync: bool = True) -> None:
+        self.config = config
+        storage = open_replica_storage(
+            config.metadata_log_dir, node_id=config.node_id, config=LogConfig(fsync=fsync)
+        )
+        if storage.meta.cluster_id is None:
+            raise ProtocolError(f"{config.metadata_log_dir}/meta.properties has no cluster.id")
+        self.cluster_id = storage.meta.cluster_id
+        recovery = storage.log.recovery
+        if recovery.reasons:
+            log.warning("log recovery: %s", "; ".join(recovery.reasons))
+        self.driver = Driver(config, storage, load_entries(storage))
+        ep = config.listen
+        self.server = KafkaServer(
+            ep.host, ep.port, self.handle, max_frame_bytes=config.max_frame_bytes
+        )
+        self.stop_requested = asyncio.Event()
+
+    async def start(self) -> None:
+        self.driver.start()
+        await self.server.start()
+        log.info(
+            "node %s listening on %s:%s (cluster %s)",
+            self.config.node_id,
+            self.config.listen.host,
+            self.server.port,
+            self.cluster_id,
+        )
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop_requested.set)
+
+    async def shutdown(self) -> None:
+        await self.server.stop()
+        await self.driver.resign_and_stop()
+
+    # --- request routing ---------------------------------------------------------------------
+    async def handle(self, request: InboundRequest | UnsupportedApiVersions, conn_id: int) -> bytes:
+        if isinstance(request, UnsupportedApiVersions):
+            body = api_versions_response(0, Errors.UNSUPPORTED_VERSION)
+            return encode_response(ApiKeys.API_VERSIONS, 0, request.correlation_id, body)
+        key, version = request.api_key, request.api_version
+        message: Any
+        if key == ApiKeys.API_VERSIONS:
+            message = api_versions_response(version)
+        elif key == ApiKeys.DESCRIBE_CLUSTER:
+            message = describe_cluster_response(
+                request.message,
+                version,
+                cluster_id=self.cluster_id,
+                leader_id=self.driver.node.leader_id,
+                controllers=self.config.voters,
+            )
+        elif key in CORE_APIS:
+            message, entries = await self.driver.submit_request(request.message)
+            if key == ApiKeys.FETCH and entries and isinstance(message, FetchResponseData):
+                message = await self._with_records(message, entries)
+            elif key == ApiKeys.DESCRIBE_QUORUM and isinstance(message, DescribeQuorumResponseData):
+                message = self._with_nodes(message)
+        else:
+            raise ProtocolError(f"api {ApiKeys(key).name} is not served by this node")
+        return encode_response(key, version, request.correlation_id, message)
+
+    async def _with_records(
+        self, message: FetchResponseData, entries: tuple[LogEntry, ...]
+    ) -> FetchResponseData:
+        first, end = entries[0].offset, entries[-1].offset + 1
+        storage = self.driver.io.storage
+
+        def read() -> bytes:
+            try:
+                data = storage.log.read(first, MAX_FETCH_BYTES).records
+            except ProtocolError:
+                return b""
+            return clip_batches(data, first, end)
+
+        records = await self.driver.io.call(read)
+        if not records:
+            # Not batch-aligned (should not happen): encode the entries themselves.
+            records = b"".join(
+                batches_for_entries(entries, leader_id=self.config.node_id, timestamp_ms=0)
+            )
+        topic = message.responses[0]
+        part = dataclasses.replace(topic.partitions[0], records=records)
+        topic = dataclasses.replace(topic, partitions=[part])
+        return dataclasses.replace(message, responses=[topic])
+
+    def _with_nodes(self, message: DescribeQuorumResponseData) -> DescribeQuorumResponseData:
+        name = self.config.listener_name
+        nodes = [
+            DescribeQuorumResponseData.Node(
+                node_id=nid,
+                listeners=[
+                    DescribeQuorumResponseData.Listener(name=name, host=ep.host, port=ep.port)
+                ],
+            )
+            for nid, ep in sorted(self.config.voters.items())
+        ]
+        return dataclasses.replace(message, nodes=nodes)
+
+
+async def serve(runtime: NodeRuntime) -> int:
+    """Run until SIGTERM/SIGINT (or a driver failure); 0 on a clean stop."""
+    runtime.install_signal_handlers()
+    await runtime.start()
+    driver_task = runtime.driver._task
+    stop = asyncio.create_task(runtime.stop_requested.wait())
+    waiters: list[asyncio.Future[Any]] = [stop]
+    if driver_task is not None:
+        waiters.append(driver_task)
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    with contextlib.suppress(BaseException):
+        await stop
+    failure = runtime.driver.failure
+    await runtime.shutdown()
+    if failure is not None:
+        log.error("node stopped after a failure: %s", failure)
+        return 1
+    return 0

@@ -1,0 +1,94 @@
+"""Outbound Raft requests to the other voters (KIP-595 RPCs over Kafka framing).
+
+Role: one `KafkaConnection` per voter from `controller.quorum.voters`; `send()` fires a core
+`SendRequest` at the highest version both sides speak (ours: Kafka 4.3.1's), and reports the
+decoded response (with a Fetch response's raw records) or the failure back to the driver.
+
+Invariants: the core's correlation id travels with the request inside this process only (the
+wire carries the connection's own id); a request that fails to connect, loses its connection,
+or gets no answer within `controller.quorum.request.timeout.ms` is reported as failed exactly
+once; a response is reported at most once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from metaquorum.protocol.errors import ProtocolError
+from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+from metaquorum.runtime.client import KafkaConnection
+from metaquorum.runtime.config import NodeConfig
+
+log = logging.getLogger("metaquorum.peers")
+
+OnResponse = Callable[[int, int, Any, bytes | None, int], None]
+OnFailure = Callable[[int, int], None]
+
+
+class PeerPool:
+    def __init__(self, config: NodeConfig, on_response: OnResponse, on_failure: OnFailure) -> None:
+        self.config = config
+        self.on_response = on_response
+        self.on_failure = on_failure
+        q = config.quorum
+        self.timeout_s = q.request_timeout_ms / 1000
+        self.connections: dict[int, KafkaConnection] = {}
+        for nid, ep in config.voters.items():
+            if nid != config.node_id:
+                self.connections[nid] = KafkaConnection(
+                    ep.host,
+                    ep.port,
+                    client_id=f"raft-client-{config.node_id}",
+                    backoff_ms=max(1, q.retry_backoff_ms),
+                    backoff_max_ms=max(q.retry_backoff_ms, 1000),
+                    connect_timeout_s=self.timeout_s,
+                )
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.sent = 0
+        self.failed = 0
+
+    def send(self, destination: int, cid: int, message: Any) -> None:
+        conn = self.connections.get(destination)
+        if conn is None:
+            log.warning("no endpoint for replica %s; dropping %s", destination, type(message))
+            self.on_failure(destination, cid)
+            return
+        task = asyncio.create_task(self._send(conn, destination, cid, message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, conn: KafkaConnection, destination: int, cid: int, message: Any) -> None:
+        self.sent += 1
+        api_key = int(message.API_KEY)
+        version = int(message.HIGHEST_SUPPORTED_VERSION)
+        fetch_offset = -1
+        timeout = self.timeout_s
+        if isinstance(message, FetchRequestData):
+            fetch_offset = message.topics[0].partitions[0].fetch_offset
+            timeout += message.max_wait_ms / 1000
+        try:
+            response = await conn.request(api_key, version, message, timeout)
+        except (ConnectionError, TimeoutError, ProtocolError, OSError) as e:
+            self.failed += 1
+            log.debug("request to %s failed: %s", destination, e)
+            self.on_failure(destination, cid)
+            return
+        records = None
+        if isinstance(response, FetchResponseData) and response.responses:
+            parts = response.responses[0].partitions
+            if parts:
+                records = parts[0].records
+        self.on_response(destination, cid, response, records, fetch_offset)
+
+    async def wait_idle(self, timeout_s: float) -> None:
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout_s)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for conn in self.connections.values():
+            await conn.close()

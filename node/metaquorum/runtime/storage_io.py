@@ -1,0 +1,118 @@
+"""The storage thread and flush worker of a running node (DESIGN.md §4-§5, docs/storage.md).
+
+Role: every call into `ReplicaStorage` after start-up runs on ONE dedicated thread, in the
+order the driver submits it, so the asyncio loop never blocks on a write or an fsync and the
+storage sees the core's effects in order. Flushes are coalesced (group commit): while one
+fsync runs, later `FlushLog` effects only raise the wanted offset; the next fsync covers every
+append submitted before it started.
+
+Invariants: `Flushed(offset)` is reported only with the offset `MetadataLog.flush()` returned
+(everything below it is durable); an append and the flush that follows it run in submit order;
+the election state write is awaited by the driver before any later effect (barrier).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.log import LogEntry
+from metaquorum.core.states import ElectionState
+from metaquorum.protocol.types import Uuid
+from metaquorum.runtime.records_bridge import entries_from_records
+from metaquorum.storage.quorum_state import QuorumStateFile
+from metaquorum.storage.replica import ReplicaStorage
+
+T = TypeVar("T")
+log = logging.getLogger("metaquorum.storage_io")
+READ_CHUNK = 8 * 1024 * 1024
+
+
+def election_from_file(state: QuorumStateFile | None) -> ElectionState | None:
+    if state is None:
+        return None
+    voted = None
+    if state.voted_id >= 0:
+        d = state.voted_directory_id
+        voted = ReplicaKey(state.voted_id, None if d == Uuid.ZERO else str(d))
+    return ElectionState(state.leader_epoch, state.leader_id, voted)
+
+
+def election_to_file(election: ElectionState) -> QuorumStateFile:
+    voted = election.voted_key
+    directory = Uuid.ZERO
+    if voted is not None and voted.directory_id:
+        directory = Uuid.from_string(voted.directory_id)
+    return QuorumStateFile(
+        leader_id=election.leader_id,
+        leader_epoch=election.epoch,
+        voted_id=-1 if voted is None else voted.id,
+        voted_directory_id=directory,
+    )
+
+
+def load_entries(storage: ReplicaStorage) -> list[LogEntry]:
+    """Every entry of the log, for the core's in-memory `RaftLog` (start-up only)."""
+    log_ = storage.log
+    out: list[LogEntry] = []
+    offset = log_.log_start_offset
+    while offset < log_.log_end_offset:
+        chunk = log_.read(offset, READ_CHUNK).records
+        entries = entries_from_records(chunk, offset)
+        if not entries:
+            break
+        out.extend(entries)
+        offset = entries[-1].offset + 1
+    return out
+
+
+class StorageIO:
+    def __init__(self, storage: ReplicaStorage, on_flushed: Callable[[int], None]) -> None:
+        self.storage = storage
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="metaquorum-storage")
+        self._on_flushed = on_flushed
+        self._flush_wanted = -1
+        self._flush_task: asyncio.Task[None] | None = None
+        self.fsyncs = 0
+        self.failed: BaseException | None = None
+
+    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        return asyncio.wrap_future(self._pool.submit(self._guard, fn))
+
+    def _guard(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except BaseException as e:  # a storage failure must stop the node, not be lost
+            self.failed = e
+            log.exception("storage operation failed")
+            raise
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        return await self.submit(fn)
+
+    def request_flush(self, offset: int) -> None:
+        self._flush_wanted = max(self._flush_wanted, offset)
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.create_task(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        done = -1
+        while self._flush_wanted > done:
+            wanted = self._flush_wanted
+            flushed = await self.submit(self.storage.log.flush)
+            self.fsyncs += 1
+            done = max(wanted, flushed)
+            self._on_flushed(flushed)
+
+    async def close(self) -> None:
+        if self._flush_task is not None:
+            try:
+                await asyncio.wait_for(self._flush_task, 5)
+            except BaseException:
+                log.warning("flush did not finish at shutdown")
+        await asyncio.get_running_loop().run_in_executor(self._pool, self.storage.close)
+        self._pool.shutdown(wait=True)
