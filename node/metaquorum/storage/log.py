@@ -271,10 +271,12 @@ class MetadataLog:
         *,
         control: bool = False,
     ) -> LogAppendInfo:
-        batch = build_batch(
-            self.log_end_offset, epoch, records, timestamp_ms=timestamp_ms, control=control
-        )
-        return self.append_as_leader(batch, epoch)
+        """Build one batch at the log end (offsets and epoch already right) and append it;
+        the batch was just encoded here, so it is not re-validated."""
+        start = self.log_end_offset
+        batch = build_batch(start, epoch, records, timestamp_ms=timestamp_ms, control=control)
+        info = BatchInfo(0, start, start + len(records) - 1, epoch, len(batch))
+        return self._append(batch, [info])
 
     def append_as_follower(self, data: bytes | memoryview) -> LogAppendInfo:
         """Append batches from the leader as they are: whole (a partial tail from a size-capped
