@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.storage_cmd",
     "metaquorum.cli.dump_log_cmd",
     "metaquorum.cli.server_cmd",
+    "metaquorum.cli.quorum_cmd",
 )
 
 
