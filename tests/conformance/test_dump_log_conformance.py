@@ -115,3 +115,25 @@ def test_our_dump_equals_kafka_on_damaged_segment(
     assert counts["invalid_batches"] == 1 and counts["invalid_bytes"] == 7
     assert counts["first_invalid_position"] == last
     assert ours == theirs
+
+
+def test_kafka_verifies_our_offset_index(kafka_classpath: str, tmp_path: Path) -> None:
+    d = tmp_path / "__cluster_metadata-0"
+    log = MetadataLog.open(d, LogConfig(segment_bytes=20_000))
+    for i in range(200):
+        log.append_records_as_leader([b"x" * 100] * (1 + i % 3), 1 + i // 50, timestamp_ms=i)
+    log.close()
+    indexes = sorted(d.glob("*.index"))
+    assert len(indexes) >= 3 and all(p.stat().st_size >= 16 for p in indexes)
+    files = ",".join(map(str, indexes))
+    verify = run_kafka_class(
+        kafka_classpath, DUMP, ["--verify-index-only", "--index-sanity-check", "--files", files]
+    ).stdout
+    assert "Mismatch" not in verify and verify.count("passed sanity check") == len(indexes)
+    # Kafka's reading of each entry is ours: {last offset of the batch, its position}
+    dumped = run_kafka_class(kafka_classpath, DUMP, ["--files", files]).stdout
+    theirs = [x for x in dumped.splitlines() if x.startswith("offset:")]
+    seg_log = MetadataLog.open(d, LogConfig(segment_bytes=20_000))
+    ours = [f"offset: {o} position: {p}" for s in seg_log.segments for o, p in s.index_entries()]
+    seg_log.close()
+    assert ours == theirs and ours

@@ -188,6 +188,10 @@ class LogSegment:
         os.pwrite(self._index_fd, data, 0)
         self._sync(self._index_fd)
 
+    def index_entries(self) -> list[tuple[int, int]]:
+        """The offset index: (absolute last offset of a batch, its byte position)."""
+        return list(zip(self._index_offsets, self._index_positions, strict=True))
+
     def _sync(self, fd: int) -> None:
         if self.fsync:
             os.fsync(fd)
