@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from metaquorum.protocol.control_records import leader_change_batch
+from metaquorum.protocol.messages import KRaftVersionRecord, LeaderChangeMessage
 from metaquorum.protocol.records import iter_valid_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.storage.dump import dump_file
@@ -168,3 +170,45 @@ def test_dump_log_matches_kafka_on_kafka_dir(kafka_classpath: str, kafka_dir: Pa
     # tools print only their framing, so the outputs are comparable line for line.
     assert ours == theirs
     assert os.path.getsize(files[0]) > 0
+
+
+def test_kafka_continues_a_log_we_wrote(kafka_classpath: str, tmp_path: Path) -> None:
+    """Kafka's controller opens a segment written by our storage (a LeaderChange control batch
+    at epoch 3 with KRaftVersion and Voters, as our leader would write it), keeps it byte for
+    byte, and appends after it."""
+    cfg = _write_config(tmp_path)
+    format_storage(ServerConfig.load(cfg), CLUSTER, standalone=True)
+    partition = tmp_path / "meta" / "__cluster_metadata-0"
+    voters = read_snapshot(partition / "00000000000000000000-0000000000.checkpoint").voters
+    ours = MetadataLog.open(partition, LogConfig())
+    lc = LeaderChangeMessage(
+        version=0,
+        leader_id=1,
+        voters=[LeaderChangeMessage.Voter(voter_id=1)],
+        granting_voters=[LeaderChangeMessage.Voter(voter_id=1)],
+    )
+    batch = leader_change_batch(
+        0, 3, lc, timestamp_ms=int(time.time() * 1000),
+        kraft_version=KRaftVersionRecord(version=0, kraft_version=1), voters=voters,
+    )  # fmt: skip
+    ours.append_as_leader(batch, 3)
+    ours.flush()
+    ours.close()
+    write_quorum_state(partition, QuorumStateFile(leader_id=1, leader_epoch=3, voted_id=1))
+    segment = partition / "00000000000000000000.log"
+    written = segment.read_bytes()
+
+    _run_controller(kafka_classpath, tmp_path, cfg, len(written) + 500)
+
+    assert segment.read_bytes()[: len(written)] == written
+    state = read_quorum_state(partition)
+    assert state is not None and state.leader_epoch > 3
+    log = MetadataLog.open(partition, LogConfig())
+    try:
+        assert log.recovery.truncated_bytes == 0
+        assert [e.epoch for e in log.epoch_cache.entries][:2] == [3, state.leader_epoch]
+        batches = list(iter_valid_batches(log.read(0, 1 << 20).records))
+        assert batches[0].base_offset == 0 and batches[0].partition_leader_epoch == 3
+        assert batches[1].base_offset == 3 and batches[1].is_control
+    finally:
+        log.close()
