@@ -25,6 +25,7 @@ from pathlib import Path
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.records import (
     LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORD_BATCH_OVERHEAD,
@@ -37,6 +38,7 @@ from metaquorum.storage.fsutil import fsync_dir
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 _ENTRY = struct.Struct(">ii")
+_LENGTH = struct.Struct(">i")
 _HEADER = struct.Struct(">qiiB")  # base offset, length, epoch, magic
 
 
@@ -275,14 +277,24 @@ class LogSegment:
         return last
 
     def read(self, start_pos: int, max_bytes: int, *, min_one_batch: bool = True) -> bytes:
-        """Whole batches from `start_pos`, up to `max_bytes` (at least one if min_one_batch)."""
-        end = start_pos
-        while end < self.size:
-            info = self._header_at(end)
-            if end + info.size - start_pos > max_bytes and not (min_one_batch and end == start_pos):
+        """Whole batches from `start_pos`, up to `max_bytes` (at least one if min_one_batch).
+
+        One pread of the range, batch boundaries walked in memory (the bytes were validated
+        at append or recovery), the partial last batch trimmed."""
+        if start_pos >= self.size:
+            return b""
+        chunk = os.pread(self._fd, min(max(max_bytes, 0), self.size - start_pos), start_pos)
+        end = 0
+        while end + LOG_OVERHEAD <= len(chunk):
+            size = _LENGTH.unpack_from(chunk, end + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+            if end + size > len(chunk):
                 break
-            end += info.size
-        return os.pread(self._fd, end - start_pos, start_pos)
+            end += size
+        if end == 0:
+            if not min_one_batch:
+                return b""
+            return os.pread(self._fd, self._header_at(start_pos).size, start_pos)
+        return chunk if end == len(chunk) else chunk[:end]
 
     def read_batch(self, pos: int) -> RecordBatch:
         info = self._header_at(pos)

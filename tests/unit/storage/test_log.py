@@ -211,3 +211,26 @@ def test_follower_installs_downloaded_snapshot(tmp_path: Path) -> None:
     again = MetadataLog.open(tmp_path, SMALL)
     assert (again.log_start_offset, again.log_end_offset) == (50, 51)
     again.close()
+
+
+def test_read_respects_max_bytes(tmp_path: Path) -> None:
+    log = MetadataLog.open(tmp_path, LogConfig(segment_bytes=1 << 20, fsync=False))
+    for i in range(12):
+        log.append_records_as_leader([b"r" * (10 * i + 1)] * (1 + i % 3), 1, timestamp_ms=i)
+    whole = log.read(0, 1 << 30).records
+    batches = [
+        (b.base_offset, b.last_offset, b.position, b.size_in_bytes)
+        for b in iter_valid_batches(whole)
+    ]
+    for off in range(log.log_end_offset):
+        first = next(i for i, b in enumerate(batches) if b[0] <= off <= b[1])
+        for max_bytes in (0, 1, 60, 100, 150, 300, 700, 5000):
+            # oracle: batches from `first` while the running total fits, at least one
+            total, n = 0, 0
+            for b in batches[first:]:
+                if total + b[3] > max_bytes and n:
+                    break
+                total, n = total + b[3], n + 1
+            start = batches[first][2]
+            assert log.read(off, max_bytes).records == whole[start : start + total]
+    log.close()
