@@ -235,7 +235,9 @@ class Driver:
             fetch_start = first
         else:
             leader = self.config.node_id if isinstance(self.node.state, LeaderState) else -1
-            data = batches_for_entries(entries, leader_id=leader, timestamp_ms=now_ms())
+            data = batches_for_entries(
+                entries, leader_id=leader, voters=list(self.config.voters), timestamp_ms=now_ms()
+            )
             fetch_start = -1
         self._received.clear()
         self.stats.appends += len(entries)

@@ -6,7 +6,7 @@ the entries of an `AppendEntries` effect into batches for storage, and serves a 
 leader's stored batches (bytes as on disk, as Kafka does).
 
 Invariants: a data record's value is the entry's value (key null); a LeaderChange control batch
-is an entry of kind LEADER_CHANGE whose value is the comma-separated voter ids; offsets and
+is an entry of kind LEADER_CHANGE whose value is the comma-separated granting voter ids; offsets and
 epochs are taken from the batches; batches that fail their CRC are refused (ProtocolError).
 """
 
@@ -40,7 +40,8 @@ def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry
                 if rtype == ControlRecordType.LEADER_CHANGE and isinstance(
                     message, LeaderChangeMessage
                 ):
-                    value = ",".join(str(v.voter_id) for v in message.voters).encode()
+                    granted = message.granting_voters
+                    value = ",".join(str(v.voter_id) for v in granted).encode()
                 offset = batch.base_offset + i
                 if offset >= from_offset:
                     out.append(LogEntry(offset, epoch, value, EntryKind.LEADER_CHANGE))
@@ -52,10 +53,15 @@ def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry
 
 
 def batches_for_entries(
-    entries: Sequence[LogEntry], *, leader_id: int, timestamp_ms: int
+    entries: Sequence[LogEntry],
+    *,
+    leader_id: int,
+    voters: Sequence[int] = (),
+    timestamp_ms: int,
 ) -> list[bytes]:
     """Encode entries (dense offsets) as v2 batches: runs of data entries of one epoch become
-    one batch; each LeaderChange entry its own control batch naming `leader_id`."""
+    one batch; each LeaderChange entry its own control batch naming `leader_id`, `voters` (all
+    voters) and, as granting voters, the ids in the entry's value."""
     out: list[bytes] = []
     run: list[LogEntry] = []
 
@@ -71,13 +77,14 @@ def batches_for_entries(
     for entry in entries:
         if entry.kind is EntryKind.LEADER_CHANGE:
             flush_run()
-            voters = [
+            granting = [
                 LeaderChangeMessage.Voter(voter_id=int(v))
                 for v in entry.value.decode().split(",")
                 if v.strip().lstrip("-").isdigit()
             ]
+            everyone = [LeaderChangeMessage.Voter(voter_id=v) for v in sorted(voters)] or granting
             message = LeaderChangeMessage(
-                version=0, leader_id=leader_id, voters=voters, granting_voters=voters
+                version=0, leader_id=leader_id, voters=everyone, granting_voters=granting
             )
             out.append(
                 leader_change_batch(entry.offset, entry.epoch, message, timestamp_ms=timestamp_ms)

@@ -1,0 +1,37 @@
+"""Shared helpers: a local quorum of real `metaquorum server start` processes on loopback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from metaquorum.runtime.local_quorum import LocalQuorum
+
+
+@contextmanager
+def running_quorum(
+    base: Path, voters: int = 3, extra: dict[str, str] | None = None
+) -> Iterator[LocalQuorum]:
+    q = LocalQuorum(base, voters, extra=extra)
+    q.write_configs()
+    q.format()
+    q.start_all()
+    try:
+        yield q
+    finally:
+        q.stop_all()
+
+
+def our_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run one of our subcommand modules in a fresh interpreter."""
+    module = {"quorum": "metaquorum.cli.quorum_cmd", "log": "metaquorum.cli.log_cmd"}[args[0]]
+    return subprocess.run(
+        [sys.executable, "-m", module, *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
