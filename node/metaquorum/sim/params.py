@@ -44,7 +44,7 @@ class SimParams:
     flush_max_ms: int = 5
     append_interval_ms: int = 100
     fault_end_ms: int = 8000
-    workload_tail_ms: int = 3000
+    workload_tail_ms: int = 9000
     liveness_bound_ms: int = 15000
     trace: bool = False
 
