@@ -57,7 +57,8 @@ class _Builder:
             if v in fld.version_range():
                 kwargs[fld.py_name] = self.value(fld)
         if self.msg.is_flexible(v) and self.unknown_tags:
-            known = {fld.tag for fld in fields if v in fld.tagged_range()}
+            # Tags the struct knows in any version are never "unknown" (Kafka rejects them).
+            known = {fld.tag for fld in fields if fld.tag is not None}
             kwargs["unknown_tagged_fields"] = _unknown(known)
         return st.builds(target, **kwargs)
 

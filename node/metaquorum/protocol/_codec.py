@@ -70,3 +70,8 @@ def tags_unsupported(name: str, version: int) -> ProtocolError:
 
 def null_in_non_nullable(field: str, version: int) -> ProtocolError:
     return ProtocolError(f"non-nullable field {field} was null (version {version})")
+
+
+def invalid_tag(tag: int, version: int) -> ProtocolError:
+    """A tag the struct knows only in other versions (Kafka: "Tag N is not valid for version")."""
+    return ProtocolError(f"Tag {tag} is not valid for version {version}")

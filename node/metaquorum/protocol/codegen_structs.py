@@ -296,7 +296,15 @@ class StructEmitter:
                           f'"{fld.json_name}", tag, end, r.pos)']  # fmt: skip
                 body += _indent([f"{branch} tag == {fld.tag}:", *_indent(inner)])
                 branch = "elif"
-            if tagged:
+            # Kafka refuses a tag the struct knows in other versions ("Tag N is not valid").
+            other = sorted({fld.tag for fld in self.fields_of(struct) if fld.tag is not None}
+                           - {fld.tag for fld in tagged})  # fmt: skip
+            if other:
+                cond = f"tag == {other[0]}" if len(other) == 1 else f"tag in {tuple(other)}"
+                body += _indent([f"{branch} {cond}:",
+                                 f"    raise _codec.invalid_tag(tag, {v})"])  # fmt: skip
+                branch = "elif"
+            if tagged or other:
                 body += _indent(["else:", "    unk.append(RawTaggedField(tag, r.read_raw(size)))"])
             else:
                 body += _indent(["unk.append(RawTaggedField(tag, r.read_raw(size)))"])

@@ -110,13 +110,16 @@ def from_json(cls: type, obj: Any, version: int) -> Any:
         raise ProtocolError(
             f"unsupported version {version} of {msg.name} ({msg.lowest}-{msg.highest})"
         )
-    return _struct_from_json(msg, cls, cls, msg.fields, obj, version, msg.name)
+    return _struct_from_json(
+        msg, cls, cls, fields=msg.fields, obj=obj, version=version, path=msg.name
+    )
 
 
 def _struct_from_json(
     msg: Message,
     top: type,
     target: type,
+    *,
     fields: tuple[Field, ...],
     obj: Any,
     version: int,
@@ -136,7 +139,8 @@ def _struct_from_json(
             if in_version and version not in fld.tagged_range():
                 raise ProtocolError(f"{where}: missing, and it is mandatory in version {version}")
             continue
-        kwargs[fld.py_name] = _value_from_json(msg, top, fld, obj[fld.json_name], version, where)
+        node = obj[fld.json_name]
+        kwargs[fld.py_name] = _value_from_json(msg, top, fld, node, version=version, where=where)
     try:
         return target(**kwargs)
     except TypeError as exc:  # pragma: no cover - schema and classes are generated together
@@ -144,25 +148,26 @@ def _struct_from_json(
 
 
 def _value_from_json(
-    msg: Message, top: type, fld: Field, node: Any, version: int, where: str
+    msg: Message, top: type, fld: Field, node: Any, *, version: int, where: str
 ) -> Any:
     if node is None:
-        if fld.is_array or fld.type in ("string", "bytes", "records"):
-            if version in fld.nullable_range() or fld.type == "records":
-                return None
+        if version in fld.nullable_range() and not fld.is_struct:
+            return None
         raise ProtocolError(f"{where}: null is not allowed here (version {version})")
     if fld.is_array:
         if not isinstance(node, list):
             raise ProtocolError(f"{where}: expected a JSON array")
         elem = Field(fld.name, fld.element_type, fld.versions, fields=fld.fields)
         return [
-            _value_from_json(msg, top, elem, e, version, f"{where}[{i}]")
+            _value_from_json(msg, top, elem, e, version=version, where=f"{where}[{i}]")
             for i, e in enumerate(node)
         ]
     if fld.is_struct:
         struct_cls = getattr(top, fld.element_type)
         fields = msg.struct_fields(fld.element_type)
-        return _struct_from_json(msg, top, struct_cls, fields, node, version, where)
+        return _struct_from_json(
+            msg, top, struct_cls, fields=fields, obj=node, version=version, path=where
+        )
     t = fld.type
     if t in _RANGES:
         if isinstance(node, bool) or not isinstance(node, int):

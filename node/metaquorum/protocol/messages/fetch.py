@@ -1328,7 +1328,10 @@ def _r_FetchRequestData_FetchPartition_v12(r: ByteReader) -> FetchRequestData.Fe
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag in (0, 1):
+            raise _codec.invalid_tag(tag, 12)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
         partition=f_partition,
         current_leader_epoch=f_current_leader_epoch,
@@ -1409,6 +1412,8 @@ def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
             f_cluster_id = r.read_compact_nullable_string()
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("clusterId", tag, end, r.pos)
+        elif tag == 1:
+            raise _codec.invalid_tag(tag, 12)
         else:
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
@@ -1427,6 +1432,32 @@ def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
     )
 
 
+def _r_FetchRequestData_FetchPartition_v13(r: ByteReader) -> FetchRequestData.FetchPartition:
+    f_partition = r.read_int32()
+    f_current_leader_epoch = r.read_int32()
+    f_fetch_offset = r.read_int64()
+    f_last_fetched_epoch = r.read_int32()
+    f_log_start_offset = r.read_int64()
+    f_partition_max_bytes = r.read_int32()
+    unk: list[RawTaggedField] = []
+    for _ in range(r.read_unsigned_varint()):
+        tag = r.read_unsigned_varint()
+        size = r.read_unsigned_varint()
+        if tag in (0, 1):
+            raise _codec.invalid_tag(tag, 13)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
+    return FetchRequestData.FetchPartition(
+        partition=f_partition,
+        current_leader_epoch=f_current_leader_epoch,
+        fetch_offset=f_fetch_offset,
+        last_fetched_epoch=f_last_fetched_epoch,
+        log_start_offset=f_log_start_offset,
+        partition_max_bytes=f_partition_max_bytes,
+        unknown_tagged_fields=unk,
+    )
+
+
 def _r_FetchRequestData_FetchTopic_v13(r: ByteReader) -> FetchRequestData.FetchTopic:
     f_topic_id = r.read_uuid()
     n_partitions0 = r.read_compact_array_length()
@@ -1434,7 +1465,7 @@ def _r_FetchRequestData_FetchTopic_v13(r: ByteReader) -> FetchRequestData.FetchT
     if n_partitions0 < 0:
         raise _codec.null_in_non_nullable("partitions", 13)
     else:
-        f_partitions = [_r_FetchRequestData_FetchPartition_v12(r) for _ in range(n_partitions0)]
+        f_partitions = [_r_FetchRequestData_FetchPartition_v13(r) for _ in range(n_partitions0)]
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1496,6 +1527,8 @@ def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
             f_cluster_id = r.read_compact_nullable_string()
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("clusterId", tag, end, r.pos)
+        elif tag == 1:
+            raise _codec.invalid_tag(tag, 13)
         else:
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
@@ -1514,6 +1547,32 @@ def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
     )
 
 
+def _r_FetchRequestData_FetchPartition_v14(r: ByteReader) -> FetchRequestData.FetchPartition:
+    f_partition = r.read_int32()
+    f_current_leader_epoch = r.read_int32()
+    f_fetch_offset = r.read_int64()
+    f_last_fetched_epoch = r.read_int32()
+    f_log_start_offset = r.read_int64()
+    f_partition_max_bytes = r.read_int32()
+    unk: list[RawTaggedField] = []
+    for _ in range(r.read_unsigned_varint()):
+        tag = r.read_unsigned_varint()
+        size = r.read_unsigned_varint()
+        if tag in (0, 1):
+            raise _codec.invalid_tag(tag, 14)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
+    return FetchRequestData.FetchPartition(
+        partition=f_partition,
+        current_leader_epoch=f_current_leader_epoch,
+        fetch_offset=f_fetch_offset,
+        last_fetched_epoch=f_last_fetched_epoch,
+        log_start_offset=f_log_start_offset,
+        partition_max_bytes=f_partition_max_bytes,
+        unknown_tagged_fields=unk,
+    )
+
+
 def _r_FetchRequestData_FetchTopic_v14(r: ByteReader) -> FetchRequestData.FetchTopic:
     f_topic_id = r.read_uuid()
     n_partitions0 = r.read_compact_array_length()
@@ -1521,7 +1580,7 @@ def _r_FetchRequestData_FetchTopic_v14(r: ByteReader) -> FetchRequestData.FetchT
     if n_partitions0 < 0:
         raise _codec.null_in_non_nullable("partitions", 14)
     else:
-        f_partitions = [_r_FetchRequestData_FetchPartition_v12(r) for _ in range(n_partitions0)]
+        f_partitions = [_r_FetchRequestData_FetchPartition_v14(r) for _ in range(n_partitions0)]
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1583,6 +1642,8 @@ def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
             f_cluster_id = r.read_compact_nullable_string()
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("clusterId", tag, end, r.pos)
+        elif tag == 1:
+            raise _codec.invalid_tag(tag, 14)
         else:
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
@@ -1601,6 +1662,32 @@ def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
     )
 
 
+def _r_FetchRequestData_FetchPartition_v15(r: ByteReader) -> FetchRequestData.FetchPartition:
+    f_partition = r.read_int32()
+    f_current_leader_epoch = r.read_int32()
+    f_fetch_offset = r.read_int64()
+    f_last_fetched_epoch = r.read_int32()
+    f_log_start_offset = r.read_int64()
+    f_partition_max_bytes = r.read_int32()
+    unk: list[RawTaggedField] = []
+    for _ in range(r.read_unsigned_varint()):
+        tag = r.read_unsigned_varint()
+        size = r.read_unsigned_varint()
+        if tag in (0, 1):
+            raise _codec.invalid_tag(tag, 15)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
+    return FetchRequestData.FetchPartition(
+        partition=f_partition,
+        current_leader_epoch=f_current_leader_epoch,
+        fetch_offset=f_fetch_offset,
+        last_fetched_epoch=f_last_fetched_epoch,
+        log_start_offset=f_log_start_offset,
+        partition_max_bytes=f_partition_max_bytes,
+        unknown_tagged_fields=unk,
+    )
+
+
 def _r_FetchRequestData_FetchTopic_v15(r: ByteReader) -> FetchRequestData.FetchTopic:
     f_topic_id = r.read_uuid()
     n_partitions0 = r.read_compact_array_length()
@@ -1608,7 +1695,7 @@ def _r_FetchRequestData_FetchTopic_v15(r: ByteReader) -> FetchRequestData.FetchT
     if n_partitions0 < 0:
         raise _codec.null_in_non_nullable("partitions", 15)
     else:
-        f_partitions = [_r_FetchRequestData_FetchPartition_v12(r) for _ in range(n_partitions0)]
+        f_partitions = [_r_FetchRequestData_FetchPartition_v15(r) for _ in range(n_partitions0)]
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1706,6 +1793,32 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
     )
 
 
+def _r_FetchRequestData_FetchPartition_v16(r: ByteReader) -> FetchRequestData.FetchPartition:
+    f_partition = r.read_int32()
+    f_current_leader_epoch = r.read_int32()
+    f_fetch_offset = r.read_int64()
+    f_last_fetched_epoch = r.read_int32()
+    f_log_start_offset = r.read_int64()
+    f_partition_max_bytes = r.read_int32()
+    unk: list[RawTaggedField] = []
+    for _ in range(r.read_unsigned_varint()):
+        tag = r.read_unsigned_varint()
+        size = r.read_unsigned_varint()
+        if tag in (0, 1):
+            raise _codec.invalid_tag(tag, 16)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
+    return FetchRequestData.FetchPartition(
+        partition=f_partition,
+        current_leader_epoch=f_current_leader_epoch,
+        fetch_offset=f_fetch_offset,
+        last_fetched_epoch=f_last_fetched_epoch,
+        log_start_offset=f_log_start_offset,
+        partition_max_bytes=f_partition_max_bytes,
+        unknown_tagged_fields=unk,
+    )
+
+
 def _r_FetchRequestData_FetchTopic_v16(r: ByteReader) -> FetchRequestData.FetchTopic:
     f_topic_id = r.read_uuid()
     n_partitions0 = r.read_compact_array_length()
@@ -1713,7 +1826,7 @@ def _r_FetchRequestData_FetchTopic_v16(r: ByteReader) -> FetchRequestData.FetchT
     if n_partitions0 < 0:
         raise _codec.null_in_non_nullable("partitions", 16)
     else:
-        f_partitions = [_r_FetchRequestData_FetchPartition_v12(r) for _ in range(n_partitions0)]
+        f_partitions = [_r_FetchRequestData_FetchPartition_v16(r) for _ in range(n_partitions0)]
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1815,6 +1928,8 @@ def _r_FetchRequestData_FetchPartition_v17(r: ByteReader) -> FetchRequestData.Fe
             f_replica_directory_id = r.read_uuid()
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("replicaDirectoryId", tag, end, r.pos)
+        elif tag == 1:
+            raise _codec.invalid_tag(tag, 17)
         else:
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
@@ -3446,7 +3561,10 @@ def _r_FetchResponseData_v12(r: ByteReader) -> FetchResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 12)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
         throttle_time_ms=f_throttle_time_ms,
         error_code=f_error_code,
@@ -3492,7 +3610,10 @@ def _r_FetchResponseData_v13(r: ByteReader) -> FetchResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 13)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
         throttle_time_ms=f_throttle_time_ms,
         error_code=f_error_code,
@@ -3538,7 +3659,10 @@ def _r_FetchResponseData_v14(r: ByteReader) -> FetchResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 14)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
         throttle_time_ms=f_throttle_time_ms,
         error_code=f_error_code,
@@ -3584,7 +3708,10 @@ def _r_FetchResponseData_v15(r: ByteReader) -> FetchResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 15)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
         throttle_time_ms=f_throttle_time_ms,
         error_code=f_error_code,

@@ -240,7 +240,10 @@ def _r_FetchSnapshotRequestData_PartitionSnapshot_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 0)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchSnapshotRequestData.PartitionSnapshot(
         partition=f_partition,
         current_leader_epoch=f_current_leader_epoch,
@@ -716,7 +719,10 @@ def _r_FetchSnapshotResponseData_v0(r: ByteReader) -> FetchSnapshotResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 0)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchSnapshotResponseData(
         throttle_time_ms=f_throttle_time_ms,
         error_code=f_error_code,

@@ -596,7 +596,10 @@ def _r_VoteResponseData_v0(r: ByteReader) -> VoteResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
-        unk.append(RawTaggedField(tag, r.read_raw(size)))
+        if tag == 0:
+            raise _codec.invalid_tag(tag, 0)
+        else:
+            unk.append(RawTaggedField(tag, r.read_raw(size)))
     return VoteResponseData(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=unk)
 
 
