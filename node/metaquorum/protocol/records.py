@@ -549,11 +549,12 @@ def iter_valid_batches(buf: bytes | bytearray | memoryview) -> Iterator[RecordBa
 
 
 def valid_prefix(
-    buf: bytes | bytearray | memoryview, *, first_offset: int | None = None
+    buf: bytes | bytearray | memoryview, *, first_offset: int | None = None, min_epoch: int = -1
 ) -> tuple[int, list[RecordBatch], str]:
     """Longest prefix of whole, CRC-valid batches with dense offsets and non-decreasing epochs.
 
-    `first_offset`, when given, is the base offset the first batch must have. Returns (bytes,
+    `first_offset`, when given, is the base offset the first batch must have, and `min_epoch`
+    the smallest epoch it may carry (for a scan resumed chunk by chunk). Returns (bytes,
     batches, the reason the scan stopped: "" if it reached the end). Used by recovery:
     everything after the prefix is a torn or corrupt tail. (BaseOffset and
     PartitionLeaderEpoch are outside the CRC, hence the offset and epoch checks.)
@@ -562,7 +563,7 @@ def valid_prefix(
     pos = 0
     batches: list[RecordBatch] = []
     next_offset = first_offset
-    epoch = -1
+    epoch = min_epoch
     while pos < len(mv):
         try:
             size = batch_size_at(mv, pos)

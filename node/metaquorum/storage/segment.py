@@ -129,10 +129,11 @@ class LogSegment:
         segment) raises `LogCorruptionError` naming the file and byte, unless
         `truncate_corruption` (Kafka's behaviour: truncate at the first bad batch).
         """
-        data = os.pread(self._fd, self.size, 0) if self.size else b""
-        valid, batches, reason = valid_prefix(data, first_offset=self.base_offset)
+        valid, infos, reason = self._scan()
         if valid < self.size and not truncate_corruption:
-            follow = _next_valid_batch(data, valid)
+            rest = os.pread(self._fd, self.size - valid, valid)  # only read when damaged
+            found = _next_valid_batch(rest, 0)
+            follow = None if found is None else valid + found
             if follow is not None or not is_last:
                 why = (
                     f"a valid batch follows at byte {follow}"
@@ -144,12 +145,6 @@ class LogSegment:
                     f"and {why}: not a torn write, refusing to truncate; move the segment "
                     "away or rebuild this replica from another voter"
                 )
-        infos = [
-            BatchInfo(
-                b.position, b.base_offset, b.last_offset, b.partition_leader_epoch, b.size_in_bytes
-            )
-            for b in batches
-        ]
         truncated = self.size - valid
         if truncated:
             os.ftruncate(self._fd, valid)
@@ -165,6 +160,45 @@ class LogSegment:
         if rebuilt:
             self._write_index_file(expected)
         return RecoveryResult(valid, truncated, reason, infos, rebuilt)
+
+    def _scan(self, chunk_bytes: int = 8 << 20) -> tuple[int, list[BatchInfo], str]:
+        """Validate the file chunk by chunk (memory bounded by the chunk or the largest
+        batch): (valid bytes, their batches, why the scan stopped or "")."""
+        pos = 0
+        infos: list[BatchInfo] = []
+        next_offset, epoch = self.base_offset, -1
+        want = chunk_bytes
+        while pos < self.size:
+            data = os.pread(self._fd, min(want, self.size - pos), pos)
+            valid, batches, reason = valid_prefix(data, first_offset=next_offset, min_epoch=epoch)
+            for b in batches:
+                infos.append(
+                    BatchInfo(
+                        pos + b.position,
+                        b.base_offset,
+                        b.last_offset,
+                        b.partition_leader_epoch,
+                        b.size_in_bytes,
+                    )
+                )
+            if batches:
+                next_offset = batches[-1].next_offset
+                epoch = batches[-1].partition_leader_epoch
+            pos += valid
+            if not reason:
+                want = chunk_bytes
+                continue
+            # A batch that merely straddles the chunk end: read again from it.
+            chunk_end = pos - valid + len(data)
+            if reason.startswith("truncated batch") and chunk_end < self.size:
+                try:
+                    size = batch_size_at(data, valid)
+                except ProtocolError:
+                    size = None
+                want = max(chunk_bytes, size or 0)
+                continue
+            return pos, infos, reason.replace(f"at byte {valid}", f"at byte {pos}")
+        return pos, infos, ""
 
     def _index_for(self, infos: list[BatchInfo]) -> list[tuple[int, int]]:
         """The index entries appending `infos` one by one produces (as Kafka's LogSegment)."""

@@ -8,13 +8,16 @@ import os
 import random
 import re
 import shutil
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from metaquorum.protocol.records import build_batch, iter_valid_batches
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from metaquorum.protocol.records import build_batch, iter_valid_batches, valid_prefix
 from metaquorum.storage.log import LogConfig, MetadataLog
-from metaquorum.storage.segment import LogCorruptionError
+from metaquorum.storage.segment import LogCorruptionError, LogSegment
 from metaquorum.storage.snapshots import OffsetAndEpoch, RawSnapshotWriter, list_snapshots
 
 CFG = LogConfig(segment_bytes=1 << 20, index_interval_bytes=100, fsync=False)
@@ -198,3 +201,36 @@ def test_foreign_files_do_not_break_open(tmp_path: Path) -> None:
     log = MetadataLog.open(d, CFG)
     assert log.log_end_offset == 3
     log.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(1, 200), min_size=1, max_size=12),
+    st.integers(0, 10_000),
+    st.sampled_from(["none", "cut", "flip"]),
+    st.sampled_from([61, 100, 257, 4096]),
+)
+def test_chunked_scan_equals_whole_scan(
+    sizes: list[int], where: int, damage: str, chunk: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        data = bytearray()
+        for i, n in enumerate(sizes):
+            data += build_batch(i, 1 + i // 4, [b"v" * n], timestamp_ms=i)
+        if damage == "cut":
+            data = data[: where % (len(data) + 1)]
+        elif damage == "flip":
+            data[where % len(data)] ^= 0x55
+        (d / "00000000000000000000.log").write_bytes(bytes(data))
+        seg = LogSegment(d, 0, fsync=False)
+        try:
+            valid, infos, reason = seg._scan(chunk_bytes=chunk)
+        finally:
+            seg.close()
+        want_valid, want_batches, want_reason = valid_prefix(bytes(data), first_offset=0)
+        assert valid == want_valid
+        assert [(i.position, i.base_offset, i.size) for i in infos] == [
+            (b.position, b.base_offset, b.size_in_bytes) for b in want_batches
+        ]
+        assert bool(reason) == bool(want_reason)
