@@ -11,9 +11,10 @@ Invariants: tagged fields go out in ascending tag order with unknown fields merg
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar, Protocol, Self
 
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.protocol.types import RawTaggedField, write_unsigned_varint
+from metaquorum.protocol.types import Buffer, ByteReader, RawTaggedField, write_unsigned_varint
 
 
 def write_tagged(
@@ -75,3 +76,22 @@ def null_in_non_nullable(field: str, version: int) -> ProtocolError:
 def invalid_tag(tag: int, version: int) -> ProtocolError:
     """A tag the struct knows only in other versions (Kafka: "Tag N is not valid for version")."""
     return ProtocolError(f"Tag {tag} is not valid for version {version}")
+
+
+class KafkaMessage(Protocol):
+    """What every generated message class offers (for code that handles any message)."""
+
+    API_KEY: ClassVar[int]
+    NAME: ClassVar[str]
+    LOWEST_SUPPORTED_VERSION: ClassVar[int]
+    HIGHEST_SUPPORTED_VERSION: ClassVar[int]
+
+    def encode(self, version: int) -> bytes: ...
+
+    def write(self, out: bytearray, version: int) -> None: ...
+
+    @classmethod
+    def decode(cls, data: Buffer, version: int) -> Self: ...
+
+    @classmethod
+    def read(cls, r: ByteReader, version: int) -> Self: ...

@@ -95,21 +95,22 @@ def generate_init() -> str:
         "",
         "from __future__ import annotations",
         "",
+        "from metaquorum.protocol._codec import KafkaMessage",
     ]
     names: list[tuple[str, Message]] = []
     for family, messages in FAMILIES.items():
         classes = ", ".join(m.class_name for m in messages)
         lines.append(f"from metaquorum.protocol.messages.{family} import {classes}")
         names.extend((m.class_name, m) for m in messages)
-    lines += ["", "MESSAGES: dict[str, type] = {"]
+    lines += ["", "MESSAGES: dict[str, type[KafkaMessage]] = {"]
     lines += [f'    "{m.name}": {cls},' for cls, m in names]
-    lines += ["}", "", "REQUESTS: dict[int, type] = {"]
+    lines += ["}", "", "REQUESTS: dict[int, type[KafkaMessage]] = {"]
     lines += [f"    {m.api_key}: {cls}," for cls, m in names if m.kind == "request"]
-    lines += ["}", "", "RESPONSES: dict[int, type] = {"]
+    lines += ["}", "", "RESPONSES: dict[int, type[KafkaMessage]] = {"]
     lines += [f"    {m.api_key}: {cls}," for cls, m in names if m.kind == "response"]
     lines += ["}", "", "__all__ = ["]
     lines += [f'    "{cls}",' for cls, _ in sorted(names)]
-    lines += ['    "MESSAGES",', '    "REQUESTS",', '    "RESPONSES",', "]"]
+    lines += ['    "MESSAGES",', '    "REQUESTS",', '    "RESPONSES",', '    "KafkaMessage",', "]"]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from metaquorum.protocol._codec import KafkaMessage
 from metaquorum.protocol.messages.headers import RequestHeaderData, ResponseHeaderData
 from metaquorum.protocol.messages.api_versions import (
     ApiVersionsRequestData,
@@ -48,7 +49,7 @@ from metaquorum.protocol.messages.control import (
 )
 from metaquorum.protocol.messages.quorum_state import QuorumStateData
 
-MESSAGES: dict[str, type] = {
+MESSAGES: dict[str, type[KafkaMessage]] = {
     "RequestHeader": RequestHeaderData,
     "ResponseHeader": ResponseHeaderData,
     "ApiVersionsRequest": ApiVersionsRequestData,
@@ -81,7 +82,7 @@ MESSAGES: dict[str, type] = {
     "QuorumStateData": QuorumStateData,
 }
 
-REQUESTS: dict[int, type] = {
+REQUESTS: dict[int, type[KafkaMessage]] = {
     18: ApiVersionsRequestData,
     52: VoteRequestData,
     53: BeginQuorumEpochRequestData,
@@ -95,7 +96,7 @@ REQUESTS: dict[int, type] = {
     82: UpdateRaftVoterRequestData,
 }
 
-RESPONSES: dict[int, type] = {
+RESPONSES: dict[int, type[KafkaMessage]] = {
     18: ApiVersionsResponseData,
     52: VoteResponseData,
     53: BeginQuorumEpochResponseData,
@@ -143,4 +144,5 @@ __all__ = [
     "MESSAGES",
     "REQUESTS",
     "RESPONSES",
+    "KafkaMessage",
 ]

@@ -1,0 +1,119 @@
+"""`metaquorum protocol decode|encode [--batch]|list`: output forms and exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from metaquorum.cli.main import main
+
+from tests.unit.protocol.test_golden import VOTE_V0_BYTES
+
+VOTE_V0_JSON = {
+    "clusterId": "c",
+    "topics": [
+        {
+            "topicName": "t",
+            "partitions": [
+                {
+                    "partitionIndex": 0,
+                    "replicaEpoch": 5,
+                    "replicaId": 1,
+                    "lastOffsetEpoch": 4,
+                    "lastOffset": 100,
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_decode_prints_kafka_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["protocol", "decode", "VoteRequest", "0", VOTE_V0_BYTES.hex()]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out) == VOTE_V0_JSON
+    # compact, key order as Kafka's JsonConverter writes it
+    assert out.startswith('{"clusterId":"c","topics":[{"topicName":"t","partitions":')
+
+
+def test_encode_prints_hex(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["protocol", "encode", "VoteRequest", "0", json.dumps(VOTE_V0_JSON)]) == 0
+    assert capsys.readouterr().out.strip() == VOTE_V0_BYTES.hex()
+
+
+def test_class_name_and_spaced_hex_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    spaced = " ".join(VOTE_V0_BYTES.hex()[i : i + 8] for i in range(0, 2 * len(VOTE_V0_BYTES), 8))
+    assert main(["protocol", "decode", "VoteRequestData", "0", spaced]) == 0
+    assert json.loads(capsys.readouterr().out) == VOTE_V0_JSON
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["decode", "NoSuchMessage", "0", "00"], "unknown message"),
+        (["decode", "VoteRequest", "x", "00"], "integer"),
+        (["decode", "VoteRequest", "9", "00"], "versions 0-2"),
+        (["decode", "VoteRequest", "0", "zz"], "hexadecimal"),
+        (["decode", "VoteRequest", "0", "0102"], "cannot decode"),
+        (["encode", "VoteRequest", "0", "{"], "JSON is not valid"),
+        (["encode", "VoteRequest", "0", '{"topics": []}'], "clusterId"),
+        (
+            [
+                "encode",
+                "VoteRequest",
+                "1",
+                '{"clusterId": null, "voterId": 99999999999, "topics": []}',
+            ],
+            "range",
+        ),
+        (["decode", "VoteRequest"], "give MESSAGE VERSION HEX"),
+    ],
+)
+def test_bad_input_exit_1_one_line(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["protocol", *argv]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0]
+
+
+def test_batch_goes_on_after_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [
+        f"VoteRequest 0 {VOTE_V0_BYTES.hex()}",
+        "FetchRequest 3 00",
+        "",
+        "ResponseHeader 1 0000000700",
+        "garbage",
+    ]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    assert main(["protocol", "decode", "--batch"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4
+    assert json.loads(out[0]) == VOTE_V0_JSON
+    assert out[1].startswith("error: line 2:") and "4-18" in out[1]
+    assert json.loads(out[2]) == {"correlationId": 7}
+    assert out[3].startswith("error: line 5:")
+
+
+def test_batch_encode_all_ok(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        "sys.stdin",
+        io.StringIO(
+            'ResponseHeader 0 {"correlationId": 7}\nSnapshotFooterRecord 0 {"version": 0}\n'
+        ),
+    )
+    assert main(["protocol", "encode", "--batch"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["00000007", "000000"]
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["protocol", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "FetchRequest" in out and "v4-18" in out and "VotersRecord" in out
