@@ -1,0 +1,167 @@
+"""Real `metaquorum server start` processes on loopback (marker `integration`): election,
+kill -9 of the leader, restart and catch-up, SIGTERM hand-over, foreign cluster id, and bad
+frames that close one connection without harming the node. Each test is bounded in time."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from metaquorum.runtime.local_quorum import LocalQuorum
+
+from tests.integration.quorum_fixture import our_cli, running_quorum
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+FAST = {
+    "controller.quorum.election.timeout.ms": "500",
+    "controller.quorum.fetch.timeout.ms": "1000",
+}
+
+
+def _wait(cond: object, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if callable(cond) and cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
+    with running_quorum(tmp_path) as q:
+        leader, epoch = q.wait_for_leader(30)
+
+        def all_follow() -> bool:
+            sts = q.statuses()
+            return all(
+                s is not None and s["leader_id"] == leader and s["epoch"] == epoch
+                for s in sts.values()
+            )
+
+        _wait(all_follow, 10, "every node to follow the leader")
+        sts = q.statuses()
+        assert [s["state"] for n, s in sorted(sts.items()) if s] == [
+            "leader" if n == leader else "follower" for n in sorted(sts)
+        ]
+        # The LeaderChange record of the epoch commits and reaches every replica.
+        _wait(
+            lambda: all((s or {}).get("high_watermark", -1) >= 1 for s in q.statuses().values()),
+            10,
+            "HW >= 1 everywhere",
+        )
+    assert all(n.process is not None and n.process.returncode == 0 for n in q.nodes.values())
+
+
+def test_kill_leader_elects_new_leader_and_old_leader_rejoins(tmp_path: Path) -> None:
+    with running_quorum(tmp_path, extra=FAST) as q:
+        old, epoch = q.wait_for_leader(30)
+        q.kill(old)
+        t0 = time.monotonic()
+        new, new_epoch = q.wait_for_leader(20, exclude={old}, min_epoch=epoch + 1)
+        failover_s = time.monotonic() - t0
+        assert new != old and new_epoch > epoch
+        assert failover_s < 15
+        q.start(old)
+
+        def rejoined() -> bool:
+            s = q.nodes[old].status()
+            lead = q.nodes[new].status()
+            return (
+                s is not None
+                and lead is not None
+                and s["leader_id"] == new
+                and s["state"] == "follower"
+                and s["log_end_offset"] == lead["log_end_offset"]
+            )
+
+        _wait(rejoined, 20, "the old leader to rejoin as a follower and catch up")
+
+
+def test_sigterm_leader_hands_over_faster_than_a_timeout(tmp_path: Path) -> None:
+    # Long timeouts: without EndQuorumEpoch the followers would wait a whole fetch timeout.
+    slow = {
+        "controller.quorum.election.timeout.ms": "1000",
+        "controller.quorum.fetch.timeout.ms": "4000",
+    }
+    with running_quorum(tmp_path, extra=slow) as q:
+        old, epoch = q.wait_for_leader(30)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        q.signal(old, signal.SIGTERM)
+        new, _ = q.wait_for_leader(20, exclude={old}, min_epoch=epoch + 1)
+        handover_s = time.monotonic() - t0
+        rc = q.nodes[old].process.wait(10)  # type: ignore[union-attr]
+        print(f"SIGTERM hand-over: {handover_s * 1000:.0f} ms (fetch timeout 4000 ms)")
+        assert rc == 0
+        assert new != old
+        assert handover_s < 4.0, f"hand-over took {handover_s:.2f}s, not faster than a timeout"
+
+
+def test_node_of_another_cluster_is_refused_and_nothing_truncated(tmp_path: Path) -> None:
+    q = LocalQuorum(tmp_path, 3, extra=FAST)
+    q.write_configs()
+    q.format([1, 2])
+    q.format([3], cluster_id="AAAAAAAAAAAAAAAAAAAAAB")  # another cluster
+    q.start_all()
+    try:
+        leader, epoch = q.wait_for_leader(30, exclude={3})
+        assert leader in (1, 2)
+        _wait(
+            lambda: (q.nodes[leader].status() or {}).get("high_watermark", -1) >= 1,
+            10,
+            "the two good voters to commit the LeaderChange",
+        )
+        before = q.nodes[leader].status()
+        assert before is not None
+        time.sleep(3)  # node 3 keeps fetching and campaigning; it must never get in
+        lead = q.nodes[leader].status()
+        s3 = q.nodes[3].status()
+        assert lead is not None and s3 is not None
+        assert q.leader(exclude={3}) == (leader, epoch)  # no disruption by the foreigner
+        assert s3["leader_id"] != leader  # it never learned the leader
+        assert s3["log_end_offset"] == 0 and s3["high_watermark"] == -1
+        ids = {r["id"]: r for r in lead.get("replicas", [])}
+        assert ids[3]["log_end_offset"] == -1  # never fetched successfully
+        # nothing truncated on the quorum: the log only grew
+        assert lead["log_end_offset"] >= before["log_end_offset"] >= 1
+        assert lead["high_watermark"] >= before["high_watermark"] >= 1
+    finally:
+        q.stop_all()
+
+
+def _frame_probe(port: int, payload: bytes, *, partial: bool = False) -> bytes:
+    """Send raw bytes; return what the server sends back before closing (b"" = closed)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
+        s.sendall(payload)
+        if partial:
+            pass
+        try:
+            return s.recv(65536)
+        except TimeoutError:
+            return b"<open>"
+
+
+def test_malformed_oversized_and_slow_frames_close_only_that_connection(tmp_path: Path) -> None:
+    with running_quorum(tmp_path, extra={"socket.request.max.bytes": "65536"}) as q:
+        leader, epoch = q.wait_for_leader(30)
+        port = q.nodes[leader].port
+        # Garbage header (unknown api key 999), negative size, oversized, truncated body.
+        assert _frame_probe(port, struct.pack(">ihhi", 8, 999, 0, 7)) == b""
+        assert _frame_probe(port, struct.pack(">i", -5)) == b""
+        assert _frame_probe(port, struct.pack(">i", 1 << 30)) == b""
+        assert _frame_probe(port, struct.pack(">ihhi", 12, 55, 2, 1) + b"\xff\xff") == b""
+        # Slow loris: a frame that starts but never completes is cut after the frame timeout.
+        t0 = time.monotonic()
+        assert _frame_probe(port, struct.pack(">i", 100) + b"\x00\x37", partial=True) == b""
+        assert time.monotonic() - t0 < 15
+        # The node still leads and answers Kafka clients.
+        assert q.leader() == (leader, epoch)
+        r = our_cli(
+            "quorum", "--bootstrap-controller", q.nodes[leader].address, "describe", "--status"
+        )
+        assert r.returncode == 0 and f"LeaderId:               {leader}" in r.stdout
