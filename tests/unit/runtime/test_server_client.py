@@ -1,0 +1,105 @@
+"""The Kafka-framed server and client in one process: in-order responses per connection,
+bad frames close only their connection, client timeouts and reconnect backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+from metaquorum.protocol.api_keys import ApiKeys
+from metaquorum.protocol.messages import ApiVersionsRequestData, ApiVersionsResponseData
+from metaquorum.runtime.apis import api_versions_response
+from metaquorum.runtime.client import KafkaConnection
+from metaquorum.runtime.server import KafkaServer
+from metaquorum.runtime.wire import InboundRequest, UnsupportedApiVersions, encode_response
+
+
+async def _start(delays: dict[int, float] | None = None, **kw: float) -> KafkaServer:
+    async def handler(req: InboundRequest | UnsupportedApiVersions, conn: int) -> bytes:
+        if isinstance(req, UnsupportedApiVersions):
+            return encode_response(18, 0, req.correlation_id, api_versions_response(0))
+        await asyncio.sleep((delays or {}).get(req.correlation_id, 0))
+        return encode_response(18, req.api_version, req.correlation_id, api_versions_response(3))
+
+    server = KafkaServer("127.0.0.1", 0, handler, max_frame_bytes=1024, **kw)  # type: ignore[arg-type]
+    await server.start()
+    return server
+
+
+async def _raw_request(writer: asyncio.StreamWriter, cid: int) -> None:
+    from metaquorum.runtime.wire import encode_request
+
+    writer.write(encode_request(18, 3, cid, ApiVersionsRequestData(), "t"))
+    await writer.drain()
+
+
+async def _read_cid(reader: asyncio.StreamReader) -> int:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    payload = await reader.readexactly(size)
+    return int(struct.unpack_from(">i", payload)[0])
+
+
+async def test_responses_leave_in_request_order() -> None:
+    server = await _start({1: 0.3, 2: 0.0, 3: 0.1})
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        for cid in (1, 2, 3):
+            await _raw_request(writer, cid)
+        got = [await asyncio.wait_for(_read_cid(reader), 5) for _ in range(3)]
+        assert got == [1, 2, 3]
+        writer.close()
+    finally:
+        await server.stop()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", -1),
+        struct.pack(">i", 4096),  # above max_frame_bytes=1024
+        struct.pack(">ihhi", 8, 999, 0, 1),  # unknown api key
+        struct.pack(">ihhi", 8, 52, 99, 1),  # unsupported Vote version
+    ],
+)
+async def test_bad_frame_closes_only_that_connection(garbage: bytes) -> None:
+    server = await _start()
+    try:
+        good = KafkaConnection("127.0.0.1", server.port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(garbage)
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server
+        r = await good.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 5)
+        assert isinstance(r, ApiVersionsResponseData) and r.error_code == 0
+        assert server.closed_bad_frames == 1
+        await good.close()
+    finally:
+        await server.stop()
+
+
+async def test_slow_loris_frame_is_cut() -> None:
+    server = await _start(frame_timeout_s=0.3)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(struct.pack(">i", 100) + b"\x00\x12")  # never completes
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+    finally:
+        await server.stop()
+
+
+async def test_client_times_out_and_backs_off_after_failed_connect() -> None:
+    server = await _start({1: 2.0})
+    try:
+        conn = KafkaConnection("127.0.0.1", server.port)
+        with pytest.raises(TimeoutError):
+            await conn.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 0.2)
+        await conn.close()
+    finally:
+        await server.stop()
+    dead = KafkaConnection("127.0.0.1", server.port, backoff_ms=500)
+    with pytest.raises(ConnectionError, match="cannot connect"):
+        await dead.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 1)
+    with pytest.raises(ConnectionError, match="backing off"):
+        await dead.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 1)
