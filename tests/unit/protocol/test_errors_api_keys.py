@@ -53,3 +53,15 @@ def test_header_versions(key: ApiKeys, version: int, req: int, resp: int) -> Non
 def test_header_version_unknown(key: int, version: int) -> None:
     with pytest.raises(ProtocolError):
         request_header_version(key, version)
+
+
+def test_api_versions_table_matches_schemas() -> None:
+    from metaquorum.protocol.api_keys import API_VERSIONS
+    from metaquorum.protocol.schema import ALL
+
+    for msg in ALL:
+        if msg.kind not in ("request", "response"):
+            continue
+        rng = API_VERSIONS[ApiKeys(msg.api_key)]
+        assert (rng.lowest, rng.highest) == (msg.lowest, msg.highest), msg.name
+        assert rng.first_flexible == msg.flexible_range().lowest, msg.name
