@@ -80,9 +80,7 @@ test: lint unit slow sim conformance integration e2e
 	@echo "make test: all tiers done"
 
 run: setup
-	@echo "make run: the node is not built yet (coming with the running-node issue)."
-	@echo "What exists today: $(BIN)/metaquorum protocol --help"
-	$(BIN)/metaquorum protocol --help
+	@$(BIN)/python -m metaquorum.runtime.local_quorum --dir $${TMPDIR:-/tmp}/metaquorum-local-quorum --voters 3
 
 bench: setup
 	$(BIN)/python -m bench
