@@ -216,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description="run a local KRaft quorum on loopback")
-    parser.add_argument("--dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "metaquorum-local-quorum")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(os.environ.get("TMPDIR", "/tmp")) / "metaquorum-local-quorum",
+    )
     parser.add_argument("--voters", type=int, default=3)
     args = parser.parse_args(argv)
     import shutil
