@@ -86,3 +86,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"against Kafka {kafka_version()}, {values} values, "
             f"min {min(MESSAGE_COVERAGE.values())} per pair"
         )
+        few = sorted((n, v, c) for (n, v), c in MESSAGE_COVERAGE.items() if c < 10)
+        if few:
+            listed = ", ".join(f"{n} v{v} ({c})" for n, v, c in few)
+            terminalreporter.write_line(f"conformance: pairs with few distinct values: {listed}")

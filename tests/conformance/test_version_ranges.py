@@ -14,6 +14,8 @@ from metaquorum.protocol.api_keys import (
     response_header_version,
 )
 from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import MESSAGES
+from metaquorum.protocol.schema import BY_NAME
 
 from tests.conformance.oracle_client import Json, KafkaOracle
 
@@ -66,3 +68,35 @@ def test_error_codes_match_kafka(kafka_oracle: KafkaOracle) -> None:
     assert not missing, f"Kafka has error codes we lack: {missing}"
     assert not extra, f"we have error codes Kafka lacks: {extra}"
     assert ours == kafka
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGES))
+def test_message_version_ranges_match_kafka(kafka_oracle: KafkaOracle, name: str) -> None:
+    """Every generated class: Kafka's lowest/highest supported version and flexible versions."""
+    info = kafka_oracle.versions(name)
+    cls = MESSAGES[name]
+    spec = BY_NAME[name]
+    assert (
+        info["lowest"],
+        info["highest"],
+    ) == (cls.LOWEST_SUPPORTED_VERSION, cls.HIGHEST_SUPPORTED_VERSION)
+    ours_flexible = [v for v in spec.versions() if spec.is_flexible(v)]
+    assert ours_flexible == info["flexible"]
+    if "api" in info:
+        assert info["api"]["apiKey"] == cls.API_KEY
+
+
+def test_every_kafka_message_we_need_is_ours() -> None:
+    """Both sides of every API we speak, plus the headers, control records and quorum-state."""
+    needed = {kafka_name(api) + side for api in ApiKeys for side in ("Request", "Response")}
+    needed |= {
+        "RequestHeader",
+        "ResponseHeader",
+        "LeaderChangeMessage",
+        "SnapshotHeaderRecord",
+        "SnapshotFooterRecord",
+        "KRaftVersionRecord",
+        "VotersRecord",
+        "QuorumStateData",
+    }
+    assert sorted(needed - set(MESSAGES)) == []
