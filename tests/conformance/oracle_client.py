@@ -188,12 +188,14 @@ class KafkaOracle:
         records: Iterable[tuple[bytes | None, bytes | None]] = (),
         control: Iterable[tuple[str, Json]] | None = None,
         mode: str = "memory",
+        helper: bool = False,
     ) -> bytes:
         """A batch built by Kafka: data records (key, value) or control records (type, json).
 
         ``mode="raft"`` builds data batches with KRaft's own BatchBuilder (keys are always null);
         ``mode="memory"`` uses MemoryRecordsBuilder. Control types: LeaderChange, SnapshotHeader,
-        SnapshotFooter, KRaftVersion, KRaftVoters (appended into one control batch, as KRaft does).
+        SnapshotFooter, KRaftVersion, KRaftVoters (appended into one control batch, as KRaft does;
+        with ``helper=True`` the one control record goes through ``MemoryRecords.with*Message``).
         """
         req: Json = {
             "baseOffset": base_offset,
@@ -203,6 +205,7 @@ class KafkaOracle:
         }
         if control is not None:
             req["control"] = [{"type": t, "json": j} for t, j in control]
+            req["helper"] = helper
         else:
             req["records"] = [{"key": b64(k), "value": b64(v)} for k, v in records]
         return bytes.fromhex(self.call("records_build", **req)["hex"])

@@ -13,9 +13,28 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from metaquorum.protocol import json_form
+from metaquorum.protocol.control_records import (
+    CONTROL_VALUE_VERSION,
+    DUMP_NAMES,
+    ControlMessage,
+    ControlRecordType,
+    build_control_batch,
+    control_record_type_of,
+    control_records_of,
+    leader_change_batch,
+    snapshot_footer_batch,
+    snapshot_header_batch,
+)
+from metaquorum.protocol.messages import (
+    KRaftVersionRecord,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+)
 from metaquorum.protocol.records import Header, RecordBatch, SimpleRecord, build_batch, iter_batches
 
 from tests.conformance.oracle_client import Json, KafkaOracle
+from tests.support.message_strategies import strategy_for
 
 pytestmark = pytest.mark.conformance
 
@@ -275,3 +294,162 @@ def test_many_batches_and_a_corrupt_one(
         assert k["baseOffset"] == o.base_offset
         assert k["maxTimestamp"] == o.max_timestamp
         assert _kafka_records(k) == _our_records(o)
+
+
+# --- control batches -----------------------------------------------------------------------
+
+CONTROL_MESSAGES = {
+    ControlRecordType.LEADER_CHANGE: "LeaderChangeMessage",
+    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
+    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooterRecord",
+    ControlRecordType.KRAFT_VERSION: "KRaftVersionRecord",
+    ControlRecordType.KRAFT_VOTERS: "VotersRecord",
+}
+# Control record values are written at version 0; JSON cannot carry unknown tagged fields, so
+# values compared through Kafka's JSON have none.
+CONTROL_MESSAGE = st.one_of(
+    [strategy_for(name, 0, unknown_tags=False) for name in CONTROL_MESSAGES.values()]
+)
+CONTROL_BATCH = st.fixed_dictionaries(
+    {
+        "base_offset": st.integers(0, (1 << 62)),
+        "epoch": st.integers(0, (1 << 31) - 1),
+        "timestamp": st.integers(0, MAX_TS),
+        "messages": st.lists(CONTROL_MESSAGE, min_size=1, max_size=4),
+    }
+)
+
+
+def _control_spec(messages: list[ControlMessage]) -> list[tuple[str, Json]]:
+    return [
+        (DUMP_NAMES[control_record_type_of(m)], json_form.to_json(m, CONTROL_VALUE_VERSION))
+        for m in messages
+    ]
+
+
+@EXAMPLES
+@given(case=CONTROL_BATCH)
+def test_kafka_reads_our_control_batches(kafka_oracle: KafkaOracle, case: Json) -> None:
+    ours = build_control_batch(
+        case["base_offset"], case["epoch"], case["messages"], timestamp_ms=case["timestamp"]
+    )
+    (kafka,) = kafka_oracle.records_read(ours)["batches"]
+    (batch,) = iter_batches(ours)
+    _check_header_facts(kafka, batch, control=True)
+    assert len(kafka["records"]) == len(case["messages"])
+    for i, (rec, msg) in enumerate(zip(kafka["records"], case["messages"], strict=True)):
+        rtype = control_record_type_of(msg)
+        assert rec["offset"] == case["base_offset"] + i
+        assert rec["timestamp"] == case["timestamp"]
+        assert rec["control"]["typeId"] == int(rtype)
+        assert rec["control"]["type"] == rtype.name
+        assert rec["control"]["message"] == CONTROL_MESSAGES[rtype]
+        assert rec["control"]["json"] == json_form.to_json(msg, CONTROL_VALUE_VERSION)
+    # MemoryRecordsBuilder with the append<Type>Message calls KRaft uses writes our bytes.
+    theirs = kafka_oracle.records_build(
+        base_offset=case["base_offset"],
+        epoch=case["epoch"],
+        timestamp=case["timestamp"],
+        control=_control_spec(case["messages"]),
+    )
+    assert theirs.hex() == ours.hex()
+
+
+@EXAMPLES
+@given(case=CONTROL_BATCH)
+def test_we_read_kafka_control_batches(kafka_oracle: KafkaOracle, case: Json) -> None:
+    theirs = kafka_oracle.records_build(
+        base_offset=case["base_offset"],
+        epoch=case["epoch"],
+        timestamp=case["timestamp"],
+        control=_control_spec(case["messages"]),
+    )
+    (batch,) = iter_batches(theirs)
+    batch.ensure_valid()
+    assert batch.is_control
+    assert (batch.base_offset, batch.partition_leader_epoch) == (case["base_offset"], case["epoch"])
+    got = control_records_of(batch)
+    assert got == [(control_record_type_of(m), m) for m in case["messages"]]
+
+
+@EXAMPLES
+@given(
+    msg=CONTROL_MESSAGE,
+    base_offset=st.integers(0, 1 << 62),
+    epoch=st.integers(0, (1 << 31) - 1),
+    timestamp=st.integers(0, MAX_TS),
+)
+def test_single_control_record_helpers(
+    kafka_oracle: KafkaOracle, msg: ControlMessage, base_offset: int, epoch: int, timestamp: int
+) -> None:
+    """MemoryRecords.withLeaderChangeMessage & co. write the same bytes as our one-record batch."""
+    theirs = kafka_oracle.records_build(
+        base_offset=base_offset,
+        epoch=epoch,
+        timestamp=timestamp,
+        control=_control_spec([msg]),
+        helper=True,
+    )
+    ours = build_control_batch(base_offset, epoch, [msg], timestamp_ms=timestamp)
+    assert theirs.hex() == ours.hex()
+
+
+@EXAMPLES
+@given(
+    epoch=st.integers(0, (1 << 31) - 1),
+    timestamp=st.integers(0, MAX_TS),
+    last_contained=st.integers(0, MAX_TS),
+    voters=strategy_for("VotersRecord", 0, unknown_tags=False),
+    leader_change=strategy_for("LeaderChangeMessage", 0, unknown_tags=False),
+    kraft_version=st.sampled_from([0, 1]),
+    end_offset=st.integers(1, 1 << 40),
+)
+def test_kraft_batch_shapes(
+    kafka_oracle: KafkaOracle,
+    epoch: int,
+    timestamp: int,
+    last_contained: int,
+    voters: Any,
+    leader_change: Any,
+    kraft_version: int,
+    end_offset: int,
+) -> None:
+    """Our start-of-epoch, snapshot-header and snapshot-footer batches equal what Kafka builds
+    from the same records (reference §3.3, §3.4), and Kafka reads them back to the same values."""
+    kv = KRaftVersionRecord(version=0, kraft_version=kraft_version)
+    header = SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_contained)
+    cases: list[tuple[bytes, list[Any], int]] = [
+        (
+            leader_change_batch(
+                end_offset,
+                epoch,
+                leader_change,
+                timestamp_ms=timestamp,
+                kraft_version=kv,
+                voters=voters,
+            ),
+            [leader_change, kv, voters],
+            end_offset,
+        ),
+        (
+            snapshot_header_batch(
+                epoch,
+                last_contained,
+                timestamp_ms=timestamp,
+                kraft_version=kraft_version,
+                voters=voters,
+            ),
+            [header, kv, voters] if kraft_version >= 1 else [header],
+            0,
+        ),
+        (
+            snapshot_footer_batch(end_offset, epoch, timestamp_ms=timestamp),
+            [SnapshotFooterRecord(version=0)],
+            end_offset,
+        ),
+    ]
+    for ours, messages, base in cases:
+        theirs = kafka_oracle.records_build(
+            base_offset=base, epoch=epoch, timestamp=timestamp, control=_control_spec(messages)
+        )
+        assert ours.hex() == theirs.hex(), [type(m).__name__ for m in messages]

@@ -12,7 +12,9 @@
  *                                                         api: {...} for request/response types}
  *   records_read  {hex}                               -> {batches: [...], validBytes, sizeInBytes}
  *   records_build {baseOffset, epoch, timestamp, records: [{key, value, headers}], mode}
- *                 {baseOffset, epoch, timestamp, control: [{type, json}]} -> {hex}
+ *                 {baseOffset, epoch, timestamp, control: [{type, json}], helper} -> {hex}
+ *                 (helper: one record via MemoryRecords.with<Type>Message, else one batch
+ *                 through MemoryRecordsBuilder.append<Type>Message, as LeaderState does)
  *   batch         {requests: [...]}                   -> {replies: [...]}
  *   errors / api_keys                                 -> Kafka's Errors / ApiKeys enums
  *   ping                                              -> {kafkaVersion}
@@ -398,7 +400,37 @@ public final class Oracle {
         long timestamp = req.path("timestamp").asLong(0);
         ByteBuffer buffer = ByteBuffer.allocate(req.path("capacity").asInt(1 << 20));
         MemoryRecords built;
-        if (req.has("control")) {
+        if (req.has("control") && req.path("helper").asBoolean(false)) {
+            // One control record through the MemoryRecords.with*Message helpers.
+            JsonNode c = req.get("control").get(0);
+            String type = text(c, "type");
+            JsonNode json = c.get("json");
+            short v = 0;
+            switch (type) {
+                case "LeaderChange":
+                    built = MemoryRecords.withLeaderChangeMessage(baseOffset, timestamp, epoch, buffer,
+                        (LeaderChangeMessage) kind("LeaderChangeMessage").fromJson(json, v));
+                    break;
+                case "SnapshotHeader":
+                    built = MemoryRecords.withSnapshotHeaderRecord(baseOffset, timestamp, epoch, buffer,
+                        (SnapshotHeaderRecord) kind("SnapshotHeaderRecord").fromJson(json, v));
+                    break;
+                case "SnapshotFooter":
+                    built = MemoryRecords.withSnapshotFooterRecord(baseOffset, timestamp, epoch, buffer,
+                        (SnapshotFooterRecord) kind("SnapshotFooterRecord").fromJson(json, v));
+                    break;
+                case "KRaftVersion":
+                    built = MemoryRecords.withKRaftVersionRecord(baseOffset, timestamp, epoch, buffer,
+                        (KRaftVersionRecord) kind("KRaftVersionRecord").fromJson(json, v));
+                    break;
+                case "KRaftVoters":
+                    built = MemoryRecords.withVotersRecord(baseOffset, timestamp, epoch, buffer,
+                        (VotersRecord) kind("VotersRecord").fromJson(json, v));
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown control type: " + type);
+            }
+        } else if (req.has("control")) {
             MemoryRecordsBuilder builder = new MemoryRecordsBuilder(buffer, RecordBatch.CURRENT_MAGIC_VALUE,
                 Compression.NONE, TimestampType.CREATE_TIME, baseOffset, timestamp, RecordBatch.NO_PRODUCER_ID,
                 RecordBatch.NO_PRODUCER_EPOCH, RecordBatch.NO_SEQUENCE, false, true, epoch, buffer.capacity());
