@@ -105,7 +105,7 @@ class AdminClient:
         for c in self._connections.values():
             await c.close()
 
-    async def _request(self, ep: Endpoint, api_key: ApiKeys, version: int, message: Any) -> Any:
+    async def _request(self, ep: Endpoint, api_key: int, version: int, message: Any) -> Any:
         try:
             return await self._conn(ep).request(api_key, version, message, self.request_timeout_s)
         except (ConnectionError, TimeoutError, OSError) as e:

@@ -3,7 +3,8 @@
 Role: open this node's formatted `metadata.log.dir`, load the log into the core, start the
 driver and the Kafka-framed listener, and route each inbound request: ApiVersions and
 DescribeCluster are answered here; Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
-DescribeQuorum go through the core. SIGTERM/SIGINT: a leader resigns (EndQuorumEpoch) first.
+DescribeQuorum go through the core; Produce and a consumer's Fetch go to `ClientApi`.
+SIGTERM/SIGINT: a leader resigns (EndQuorumEpoch) first.
 
 Invariants: a Fetch response carries the leader's stored batches for exactly the entries the
 core chose (bytes as on disk, never re-encoded); an API we do not serve closes that connection
@@ -22,10 +23,16 @@ from typing import Any
 from metaquorum.core.log import LogEntry
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
-from metaquorum.protocol.messages import DescribeQuorumResponseData, FetchResponseData
+from metaquorum.protocol.messages import (
+    DescribeQuorumResponseData,
+    FetchRequestData,
+    FetchResponseData,
+)
 from metaquorum.runtime.apis import api_versions_response, describe_cluster_response
+from metaquorum.runtime.client_api import ClientApi
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.driver import Driver
+from metaquorum.runtime.produce import PRODUCE_API_KEY
 from metaquorum.runtime.records_bridge import batches_for_entries, clip_batches
 from metaquorum.runtime.server import KafkaServer
 from metaquorum.runtime.storage_io import load_entries
@@ -65,6 +72,7 @@ class NodeRuntime:
             ep.host, ep.port, self.handle, max_frame_bytes=config.max_frame_bytes
         )
         self.stop_requested = asyncio.Event()
+        self.client_api = ClientApi(self.driver)
 
     async def start(self) -> None:
         self.driver.start()
@@ -103,6 +111,10 @@ class NodeRuntime:
                 leader_id=self.driver.node.leader_id,
                 controllers=self.config.voters,
             )
+        elif key == PRODUCE_API_KEY:
+            message = await self.client_api.produce(request.message)
+        elif key == ApiKeys.FETCH and _is_consumer(request.message):
+            message = await self.client_api.consumer_fetch(request.message)
         elif key in CORE_APIS:
             message, entries = await self.driver.submit_request(request.message)
             if key == ApiKeys.FETCH and entries and isinstance(message, FetchResponseData):
@@ -154,6 +166,11 @@ class NodeRuntime:
             for nid, ep in sorted(self.config.voters.items())
         ]
         return dataclasses.replace(message, nodes=nodes)
+
+
+def _is_consumer(message: FetchRequestData) -> bool:
+    """A Fetch from a consumer (not a replica): ReplicaId < 0 in both places."""
+    return message.replica_state.replica_id < 0 and message.replica_id < 0
 
 
 async def serve(runtime: NodeRuntime) -> int:

@@ -27,6 +27,12 @@ from metaquorum.protocol.api_keys import (
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import REQUESTS, RESPONSES, RequestHeaderData, ResponseHeaderData
 from metaquorum.protocol.types import ByteReader
+from metaquorum.runtime.produce import (
+    PRODUCE_API_KEY,
+    PRODUCE_VERSION,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 SIZE = struct.Struct(">i")
 HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -58,6 +64,33 @@ class UnsupportedApiVersions:
     api_version: int
 
 
+def _request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == PRODUCE_API_KEY:
+        _check_produce(api_version)
+        return 2
+    return request_header_version(api_key, api_version)
+
+
+def _response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == PRODUCE_API_KEY:
+        _check_produce(api_version)
+        return 1
+    return response_header_version(api_key, api_version)
+
+
+def _check_produce(api_version: int) -> None:
+    if api_version != PRODUCE_VERSION:
+        raise ProtocolError(f"unsupported version {api_version} of PRODUCE (we speak v9)")
+
+
+def _request_class(api_key: int) -> Any:
+    return ProduceRequest if api_key == PRODUCE_API_KEY else REQUESTS[api_key]
+
+
+def _response_class(api_key: int) -> Any:
+    return ProduceResponse if api_key == PRODUCE_API_KEY else RESPONSES[api_key]
+
+
 def frame(payload: bytes) -> bytes:
     return SIZE.pack(len(payload)) + payload
 
@@ -66,6 +99,10 @@ def decode_request(data: bytes) -> InboundRequest | UnsupportedApiVersions:
     if len(data) < HEADER_PREFIX.size:
         raise ProtocolError(f"request of {len(data)} bytes is shorter than a request header")
     api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(data)
+    if api_key == PRODUCE_API_KEY:
+        reader = ByteReader(data)
+        header = RequestHeaderData.read(reader, _request_header_version(api_key, api_version))
+        return InboundRequest(header, ProduceRequest.read(reader, api_version))
     key = api_key_of(api_key)
     rng = API_VERSIONS[key]
     if key == ApiKeys.API_VERSIONS and api_version not in rng:
@@ -82,7 +119,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, message
     """A whole response frame (size prefix included)."""
     out = bytearray(SIZE.size)
     ResponseHeaderData(correlation_id=correlation_id).write(
-        out, response_header_version(api_key, api_version)
+        out, _response_header_version(api_key, api_version)
     )
     message.write(out, api_version)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
@@ -99,7 +136,7 @@ def encode_request(
         correlation_id=correlation_id,
         client_id=client_id,
     )
-    header.write(out, request_header_version(api_key, api_version))
+    header.write(out, _request_header_version(api_key, api_version))
     message.write(out, api_version)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
     return bytes(out)
@@ -115,8 +152,8 @@ def peek_correlation_id(data: bytes) -> int:
 def decode_response(api_key: int, api_version: int, data: bytes) -> tuple[int, Any]:
     """(correlation id, message) of a response frame's payload."""
     reader = ByteReader(data)
-    header = ResponseHeaderData.read(reader, response_header_version(api_key, api_version))
-    cls: Any = RESPONSES[api_key]
+    header = ResponseHeaderData.read(reader, _response_header_version(api_key, api_version))
+    cls: Any = _response_class(api_key)
     message = cls.read(reader, api_version)
     return header.correlation_id, message
 

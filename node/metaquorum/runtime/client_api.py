@@ -1,0 +1,152 @@
+"""Client append and read on `__cluster_metadata` partition 0 (the issue's client path).
+
+Role:
+- Produce (acks=-1): the leader decodes the batches, hands their record values to the core as
+  one `ClientAppend`, and answers once they commit (BaseOffset = first offset of the append);
+  a non-leader answers NOT_LEADER_OR_FOLLOWER; acks other than -1 get INVALID_REQUIRED_ACKS;
+  no commit within TimeoutMs gets REQUEST_TIMED_OUT (the append may still commit later).
+- Fetch as a consumer (ReplicaId < 0): served by this layer from the leader's stored batches,
+  only whole batches below the high watermark (committed data only); an empty read long-polls
+  until the HW moves or MaxWaitMs passes. A non-leader answers NOT_LEADER_OR_FOLLOWER with the
+  current leader and epoch.
+Invariants: nothing above the HW is ever returned to a consumer; a Produce is answered with
+success only after `AppendCommitted` (the records are on a majority's disks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from metaquorum.core.states import LeaderState
+from metaquorum.protocol.errors import Errors, ProtocolError
+from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+from metaquorum.protocol.records import iter_batches
+from metaquorum.protocol.types import METADATA_TOPIC_ID
+from metaquorum.runtime.driver import Driver, NotLeaderError
+from metaquorum.runtime.produce import (
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+TOPIC = "__cluster_metadata"
+MAX_READ_BYTES = 1024 * 1024
+
+
+class ClientApi:
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self._hw_event = asyncio.Event()
+        driver.hw_listeners.append(self._on_hw)
+
+    def _on_hw(self, _hw: int) -> None:
+        self._hw_event.set()
+        self._hw_event = asyncio.Event()
+
+    # --- Produce -----------------------------------------------------------------------------
+    async def produce(self, request: ProduceRequest) -> ProduceResponse:
+        out: list[tuple[str, list[ProducePartitionResponse]]] = []
+        for name, parts in request.topics:
+            answers = [await self._produce_one(name, p.index, p.records, request) for p in parts]
+            out.append((name, answers))
+        return ProduceResponse(out)
+
+    async def _produce_one(
+        self, topic: str, index: int, records: bytes | None, request: ProduceRequest
+    ) -> ProducePartitionResponse:
+        def fail(error: Errors, message: str | None = None) -> ProducePartitionResponse:
+            return ProducePartitionResponse(index, int(error), error_message=message)
+
+        if topic != TOPIC or index != 0:
+            return fail(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        if request.acks != -1:
+            return fail(Errors.INVALID_REQUIRED_ACKS, "only acks=-1 is supported")
+        values: list[bytes] = []
+        try:
+            for batch in iter_batches(records or b"", allow_partial_tail=False):
+                batch.ensure_valid()
+                if batch.is_control:
+                    return fail(Errors.INVALID_RECORD, "control batches cannot be produced")
+                values.extend(r.value or b"" for r in batch)
+        except ProtocolError as e:
+            return fail(Errors.CORRUPT_MESSAGE, str(e))
+        if not values:
+            return fail(Errors.INVALID_RECORD, "no records")
+        if not isinstance(self.driver.node.state, LeaderState):
+            return fail(Errors.NOT_LEADER_OR_FOLLOWER)
+        try:
+            last = await asyncio.wait_for(
+                self.driver.append(tuple(values)), max(0.001, request.timeout_ms / 1000)
+            )
+        except NotLeaderError:
+            return fail(Errors.NOT_LEADER_OR_FOLLOWER)
+        except TimeoutError:
+            return fail(Errors.REQUEST_TIMED_OUT)
+        start = self.driver.node.log.start_offset
+        return ProducePartitionResponse(index, 0, last - len(values) + 1, -1, start)
+
+    # --- consumer Fetch ----------------------------------------------------------------------
+    async def consumer_fetch(self, request: FetchRequestData) -> FetchResponseData:
+        topic = request.topics[0] if len(request.topics) == 1 else None
+        part = topic.partitions[0] if topic is not None and len(topic.partitions) == 1 else None
+        if (
+            topic is None
+            or part is None
+            or part.partition != 0
+            or (topic.topic_id != METADATA_TOPIC_ID and topic.topic != TOPIC)
+        ):
+            return FetchResponseData(error_code=int(Errors.INVALID_REQUEST))
+        node = self.driver.node
+        deadline = asyncio.get_running_loop().time() + max(0, request.max_wait_ms) / 1000
+        while True:
+            if not isinstance(node.state, LeaderState):
+                return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
+            hw = node.high_watermark or 0
+            if not node.log.start_offset <= part.fetch_offset <= node.log.end_offset:
+                return self._response(Errors.OFFSET_OUT_OF_RANGE, b"")
+            if part.fetch_offset < hw:
+                records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
+                if records:
+                    return self._response(Errors.NONE, records)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return self._response(Errors.NONE, b"")
+            try:
+                await asyncio.wait_for(self._hw_event.wait(), remaining)
+            except TimeoutError:
+                return self._response(Errors.NONE, b"")
+
+    async def _read_committed(self, offset: int, hw: int, max_bytes: int) -> bytes:
+        log = self.driver.io.storage.log
+        limit = max(1, min(max_bytes, MAX_READ_BYTES)) if max_bytes > 0 else MAX_READ_BYTES
+
+        def read() -> bytes:
+            data = log.read(offset, limit).records
+            end = 0
+            for batch in iter_batches(data):
+                if batch.last_offset >= hw:
+                    break
+                end = batch.position + batch.size_in_bytes
+            return data[:end]
+
+        return await self.driver.io.call(read)
+
+    def _response(self, error: Errors, records: bytes) -> FetchResponseData:
+        node = self.driver.node
+        hw = node.high_watermark
+        p = FetchResponseData.PartitionData(
+            partition_index=0,
+            error_code=int(error),
+            high_watermark=-1 if hw is None else hw,
+            last_stable_offset=-1 if hw is None else hw,
+            log_start_offset=node.log.start_offset,
+            records=records,
+            current_leader=FetchResponseData.LeaderIdAndEpoch(
+                leader_id=node.leader_id, leader_epoch=node.epoch
+            ),
+        )
+        topic = FetchResponseData.FetchableTopicResponse(
+            topic=TOPIC, topic_id=METADATA_TOPIC_ID, partitions=[p]
+        )
+        return dataclasses.replace(FetchResponseData(), responses=[topic])
