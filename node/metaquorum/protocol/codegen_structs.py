@@ -59,6 +59,12 @@ def read(cls, r: ByteReader, version: int) -> @C:
 """
 
 
+_FMT = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "bool": "?",
+        "float64": "d", "uuid": "qq"}  # fmt: skip
+_SIZE = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint16": 2, "bool": 1, "float64": 8,
+         "uuid": 16}  # fmt: skip
+
+
 def _indent(lines: list[str], n: int = 1) -> list[str]:
     return [("    " * n + line) if line else line for line in lines]
 
@@ -72,6 +78,7 @@ class StructEmitter:
         self._names: dict[tuple[str, str | None, int], str] = {}
         self.struct_defaults: set[str] = set()
         self.factories: set[str] = set()
+        self.run_structs: dict[str, str] = {}
 
     # ----- types and defaults ---------------------------------------------------------------
     def struct_type(self, name: str | None) -> str:
@@ -177,19 +184,27 @@ class StructEmitter:
             return self._names[key]
         flexible = self.msg.is_flexible(v)
         where = self.msg.name + (f".{struct}" if struct else "")
+        checks: list[str] = []
         body: list[str] = []
         tagged: list[Field] = []
+        run: list[Field] = []
         for fld in self.fields_of(struct):
             expr = f"m.{fld.py_name}"
             if v not in fld.version_range():
                 if not fld.ignorable:
-                    body += [f"if {self.non_default_cond(fld, expr)}:",
-                             f'    raise _codec.non_default("{fld.json_name}", {v})']  # fmt: skip
+                    checks += [f"if {self.non_default_cond(fld, expr)}:",
+                               f'    raise _codec.non_default("{fld.json_name}", {v})']  # fmt: skip
                 continue
             if v in fld.tagged_range():
                 tagged.append(fld)
                 continue
+            if fld.type in _FMT:
+                run.append(fld)
+                continue
+            body += self.write_run(run, v, flexible)
             body += self.write_value(fld, expr, v, flexible=flexible, o="out", depth=0)
+        body += self.write_run(run, v, flexible)
+        body = checks + body
         if flexible:
             if not tagged:
                 body += ["if m.unknown_tagged_fields:",
@@ -256,6 +271,51 @@ class StructEmitter:
                     f"{fn}({o}, {expr})"]  # fmt: skip
         return [f"{fn}({o}, {expr})"]
 
+    def _run_struct(self, run: list[Field]) -> str:
+        fmt = "".join(_FMT[f.type] for f in run)
+        name = f"_S_{self.cls}_{fmt.replace('?', 'o')}"
+        self.run_structs[name] = ">" + fmt
+        return name
+
+    def write_run(self, run: list[Field], v: int, flexible: bool) -> list[str]:
+        """Consecutive fixed-width fields: one `struct.pack` (a single field: its own packer)."""
+        if not run:
+            return []
+        if len(run) == 1:
+            fld = run.pop()
+            return self.write_value(fld, f"m.{fld.py_name}", v, flexible=flexible, o="out", depth=0)
+        args: list[str] = []
+        for fld in run:
+            expr = f"m.{fld.py_name}"
+            if fld.type == "uuid":
+                args += [f"{expr}.most_significant_bits", f"{expr}.least_significant_bits"]
+            else:
+                args.append(expr)
+        name = self._run_struct(run)
+        run.clear()
+        return [f"out += {name}.pack({', '.join(args)})"]
+
+    def read_run(self, run: list[Field], v: int, flexible: bool) -> list[str]:
+        if not run:
+            return []
+        if len(run) == 1:
+            fld = run.pop()
+            return self.read_value(fld, f"f_{fld.py_name}", v, flexible=flexible, depth=0)
+        names: list[str] = []
+        uuids: list[str] = []
+        size = 0
+        for fld in run:
+            var = f"f_{fld.py_name}"
+            size += _SIZE[fld.type]
+            if fld.type == "uuid":
+                names += [f"{var}_msb", f"{var}_lsb"]
+                uuids.append(f"{var} = Uuid({var}_msb, {var}_lsb)")
+            else:
+                names.append(var)
+        name = self._run_struct(run)
+        run.clear()
+        return [f"({', '.join(names)}) = {name}.unpack_from(r.buffer, r.take({size}))", *uuids]
+
     # ----- readers ------------------------------------------------------------------------------
     def reader(self, struct: str | None, v: int) -> str:
         key = ("r", struct, v)
@@ -265,6 +325,7 @@ class StructEmitter:
         body: list[str] = []
         args: list[str] = []
         tagged: list[Field] = []
+        run: list[Field] = []
         for fld in self.fields_of(struct):
             if v not in fld.version_range():
                 continue
@@ -272,7 +333,12 @@ class StructEmitter:
             if v in fld.tagged_range():
                 tagged.append(fld)
                 continue
+            if fld.type in _FMT:
+                run.append(fld)
+                continue
+            body += self.read_run(run, v, flexible)
             body += self.read_value(fld, f"f_{fld.py_name}", v, flexible=flexible, depth=0)
+        body += self.read_run(run, v, flexible)
         if flexible:
             for fld in tagged:
                 default = self.dataclass_default(fld)
@@ -361,6 +427,7 @@ class StructEmitter:
             for s in sorted(self.factories)
         ]
         parts.append(class_text)
+        parts += [f'{n} = struct.Struct("{f}")' for n, f in sorted(self.run_structs.items())]
         parts += [f"_D_{c}_{s} = {c}.{s}()" for s in sorted(self.struct_defaults)]
         parts.append("")
         parts += self.funcs

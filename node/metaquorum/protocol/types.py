@@ -153,6 +153,10 @@ class ByteReader:
         self.pos = pos + n
         return pos
 
+    def take(self, n: int) -> int:
+        """Reserve the next `n` bytes and return their start offset (for bulk `unpack_from`)."""
+        return self._need(n, f"{n} fixed-width bytes")
+
     def ensure_end(self, what: str) -> None:
         if self.pos != self._end:
             raise ProtocolError(f"{self._end - self.pos} unexpected trailing bytes after {what}")

@@ -219,12 +219,15 @@ class ApiVersionsResponseData:
         return fn(r)
 
 
+_S_ApiVersionsResponseData_hh = struct.Struct(">hh")
+
+_S_ApiVersionsResponseData_hhh = struct.Struct(">hhh")
+
+
 def _w_ApiVersionsResponseData_ApiVersion_v0(
     m: ApiVersionsResponseData.ApiVersion, out: bytearray
 ) -> None:
-    out += _P16(m.api_key)
-    out += _P16(m.min_version)
-    out += _P16(m.max_version)
+    out += _S_ApiVersionsResponseData_hhh.pack(m.api_key, m.min_version, m.max_version)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("ApiVersionsResponse.ApiVersion", 0)
 
@@ -242,9 +245,7 @@ def _w_ApiVersionsResponseData_v0(m: ApiVersionsResponseData, out: bytearray) ->
 def _w_ApiVersionsResponseData_ApiVersion_v1(
     m: ApiVersionsResponseData.ApiVersion, out: bytearray
 ) -> None:
-    out += _P16(m.api_key)
-    out += _P16(m.min_version)
-    out += _P16(m.max_version)
+    out += _S_ApiVersionsResponseData_hhh.pack(m.api_key, m.min_version, m.max_version)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("ApiVersionsResponse.ApiVersion", 1)
 
@@ -263,9 +264,7 @@ def _w_ApiVersionsResponseData_v1(m: ApiVersionsResponseData, out: bytearray) ->
 def _w_ApiVersionsResponseData_ApiVersion_v2(
     m: ApiVersionsResponseData.ApiVersion, out: bytearray
 ) -> None:
-    out += _P16(m.api_key)
-    out += _P16(m.min_version)
-    out += _P16(m.max_version)
+    out += _S_ApiVersionsResponseData_hhh.pack(m.api_key, m.min_version, m.max_version)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("ApiVersionsResponse.ApiVersion", 2)
 
@@ -284,9 +283,7 @@ def _w_ApiVersionsResponseData_v2(m: ApiVersionsResponseData, out: bytearray) ->
 def _w_ApiVersionsResponseData_ApiVersion_v3(
     m: ApiVersionsResponseData.ApiVersion, out: bytearray
 ) -> None:
-    out += _P16(m.api_key)
-    out += _P16(m.min_version)
-    out += _P16(m.max_version)
+    out += _S_ApiVersionsResponseData_hhh.pack(m.api_key, m.min_version, m.max_version)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -297,8 +294,7 @@ def _w_ApiVersionsResponseData_SupportedFeatureKey_v3(
     m: ApiVersionsResponseData.SupportedFeatureKey, out: bytearray
 ) -> None:
     write_compact_string(out, m.name)
-    out += _P16(m.min_version)
-    out += _P16(m.max_version)
+    out += _S_ApiVersionsResponseData_hh.pack(m.min_version, m.max_version)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -309,8 +305,7 @@ def _w_ApiVersionsResponseData_FinalizedFeatureKey_v3(
     m: ApiVersionsResponseData.FinalizedFeatureKey, out: bytearray
 ) -> None:
     write_compact_string(out, m.name)
-    out += _P16(m.max_version_level)
-    out += _P16(m.min_version_level)
+    out += _S_ApiVersionsResponseData_hh.pack(m.max_version_level, m.min_version_level)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -351,9 +346,9 @@ def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) ->
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v0(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:
-    f_api_key = r.read_int16()
-    f_min_version = r.read_int16()
-    f_max_version = r.read_int16()
+    (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
+        r.buffer, r.take(6)
+    )
     return ApiVersionsResponseData.ApiVersion(
         api_key=f_api_key, min_version=f_min_version, max_version=f_max_version
     )
@@ -399,9 +394,9 @@ def _r_ApiVersionsResponseData_v2(r: ByteReader) -> ApiVersionsResponseData:
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v3(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:
-    f_api_key = r.read_int16()
-    f_min_version = r.read_int16()
-    f_max_version = r.read_int16()
+    (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
+        r.buffer, r.take(6)
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -419,8 +414,7 @@ def _r_ApiVersionsResponseData_SupportedFeatureKey_v3(
     r: ByteReader,
 ) -> ApiVersionsResponseData.SupportedFeatureKey:
     f_name = r.read_compact_string()
-    f_min_version = r.read_int16()
-    f_max_version = r.read_int16()
+    (f_min_version, f_max_version) = _S_ApiVersionsResponseData_hh.unpack_from(r.buffer, r.take(4))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -435,8 +429,9 @@ def _r_ApiVersionsResponseData_FinalizedFeatureKey_v3(
     r: ByteReader,
 ) -> ApiVersionsResponseData.FinalizedFeatureKey:
     f_name = r.read_compact_string()
-    f_max_version_level = r.read_int16()
-    f_min_version_level = r.read_int16()
+    (f_max_version_level, f_min_version_level) = _S_ApiVersionsResponseData_hh.unpack_from(
+        r.buffer, r.take(4)
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()

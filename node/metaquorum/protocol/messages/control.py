@@ -95,10 +95,15 @@ class LeaderChangeMessage:
         return fn(r)
 
 
+_S_LeaderChangeMessage_hi = struct.Struct(">hi")
+
+_S_LeaderChangeMessage_iqq = struct.Struct(">iqq")
+
+
 def _w_LeaderChangeMessage_Voter_v0(m: LeaderChangeMessage.Voter, out: bytearray) -> None:
-    out += _P32(m.voter_id)
     if m.voter_directory_id != Uuid.ZERO:
         raise _codec.non_default("voterDirectoryId", 0)
+    out += _P32(m.voter_id)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -106,8 +111,7 @@ def _w_LeaderChangeMessage_Voter_v0(m: LeaderChangeMessage.Voter, out: bytearray
 
 
 def _w_LeaderChangeMessage_v0(m: LeaderChangeMessage, out: bytearray) -> None:
-    out += _P16(m.version)
-    out += _P32(m.leader_id)
+    out += _S_LeaderChangeMessage_hi.pack(m.version, m.leader_id)
     a_voters0 = m.voters
     write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
@@ -123,9 +127,10 @@ def _w_LeaderChangeMessage_v0(m: LeaderChangeMessage, out: bytearray) -> None:
 
 
 def _w_LeaderChangeMessage_Voter_v1(m: LeaderChangeMessage.Voter, out: bytearray) -> None:
-    out += _P32(m.voter_id)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_LeaderChangeMessage_iqq.pack(
+        m.voter_id,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
     )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
@@ -134,8 +139,7 @@ def _w_LeaderChangeMessage_Voter_v1(m: LeaderChangeMessage.Voter, out: bytearray
 
 
 def _w_LeaderChangeMessage_v1(m: LeaderChangeMessage, out: bytearray) -> None:
-    out += _P16(m.version)
-    out += _P32(m.leader_id)
+    out += _S_LeaderChangeMessage_hi.pack(m.version, m.leader_id)
     a_voters0 = m.voters
     write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
@@ -161,8 +165,7 @@ def _r_LeaderChangeMessage_Voter_v0(r: ByteReader) -> LeaderChangeMessage.Voter:
 
 
 def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
-    f_version = r.read_int16()
-    f_leader_id = r.read_int32()
+    (f_version, f_leader_id) = _S_LeaderChangeMessage_hi.unpack_from(r.buffer, r.take(6))
     n_voters0 = r.read_compact_array_length()
     f_voters: list[LeaderChangeMessage.Voter]
     if n_voters0 < 0:
@@ -190,8 +193,10 @@ def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
 
 
 def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
-    f_voter_id = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
+        _S_LeaderChangeMessage_iqq.unpack_from(r.buffer, r.take(20))
+    )
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -203,8 +208,7 @@ def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
 
 
 def _r_LeaderChangeMessage_v1(r: ByteReader) -> LeaderChangeMessage:
-    f_version = r.read_int16()
-    f_leader_id = r.read_int32()
+    (f_version, f_leader_id) = _S_LeaderChangeMessage_hi.unpack_from(r.buffer, r.take(6))
     n_voters0 = r.read_compact_array_length()
     f_voters: list[LeaderChangeMessage.Voter]
     if n_voters0 < 0:
@@ -278,9 +282,11 @@ class SnapshotHeaderRecord:
         return fn(r)
 
 
+_S_SnapshotHeaderRecord_hq = struct.Struct(">hq")
+
+
 def _w_SnapshotHeaderRecord_v0(m: SnapshotHeaderRecord, out: bytearray) -> None:
-    out += _P16(m.version)
-    out += _P64(m.last_contained_log_timestamp)
+    out += _S_SnapshotHeaderRecord_hq.pack(m.version, m.last_contained_log_timestamp)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -288,8 +294,9 @@ def _w_SnapshotHeaderRecord_v0(m: SnapshotHeaderRecord, out: bytearray) -> None:
 
 
 def _r_SnapshotHeaderRecord_v0(r: ByteReader) -> SnapshotHeaderRecord:
-    f_version = r.read_int16()
-    f_last_contained_log_timestamp = r.read_int64()
+    (f_version, f_last_contained_log_timestamp) = _S_SnapshotHeaderRecord_hq.unpack_from(
+        r.buffer, r.take(10)
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -413,9 +420,11 @@ class KRaftVersionRecord:
         return fn(r)
 
 
+_S_KRaftVersionRecord_hh = struct.Struct(">hh")
+
+
 def _w_KRaftVersionRecord_v0(m: KRaftVersionRecord, out: bytearray) -> None:
-    out += _P16(m.version)
-    out += _P16(m.kraft_version)
+    out += _S_KRaftVersionRecord_hh.pack(m.version, m.kraft_version)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -423,8 +432,7 @@ def _w_KRaftVersionRecord_v0(m: KRaftVersionRecord, out: bytearray) -> None:
 
 
 def _r_KRaftVersionRecord_v0(r: ByteReader) -> KRaftVersionRecord:
-    f_version = r.read_int16()
-    f_kraft_version = r.read_int16()
+    (f_version, f_kraft_version) = _S_KRaftVersionRecord_hh.unpack_from(r.buffer, r.take(4))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -507,6 +515,11 @@ class VotersRecord:
         return fn(r)
 
 
+_S_VotersRecord_hh = struct.Struct(">hh")
+
+_S_VotersRecord_iqq = struct.Struct(">iqq")
+
+
 def _w_VotersRecord_Endpoint_v0(m: VotersRecord.Endpoint, out: bytearray) -> None:
     write_compact_string(out, m.name)
     write_compact_string(out, m.host)
@@ -520,8 +533,7 @@ def _w_VotersRecord_Endpoint_v0(m: VotersRecord.Endpoint, out: bytearray) -> Non
 def _w_VotersRecord_KRaftVersionFeature_v0(
     m: VotersRecord.KRaftVersionFeature, out: bytearray
 ) -> None:
-    out += _P16(m.min_supported_version)
-    out += _P16(m.max_supported_version)
+    out += _S_VotersRecord_hh.pack(m.min_supported_version, m.max_supported_version)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -529,9 +541,10 @@ def _w_VotersRecord_KRaftVersionFeature_v0(
 
 
 def _w_VotersRecord_Voter_v0(m: VotersRecord.Voter, out: bytearray) -> None:
-    out += _P32(m.voter_id)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_VotersRecord_iqq.pack(
+        m.voter_id,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
     )
     a_endpoints0 = m.endpoints
     write_unsigned_varint(out, len(a_endpoints0) + 1)
@@ -569,8 +582,9 @@ def _r_VotersRecord_Endpoint_v0(r: ByteReader) -> VotersRecord.Endpoint:
 
 
 def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftVersionFeature:
-    f_min_supported_version = r.read_int16()
-    f_max_supported_version = r.read_int16()
+    (f_min_supported_version, f_max_supported_version) = _S_VotersRecord_hh.unpack_from(
+        r.buffer, r.take(4)
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -584,8 +598,10 @@ def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftV
 
 
 def _r_VotersRecord_Voter_v0(r: ByteReader) -> VotersRecord.Voter:
-    f_voter_id = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
+        _S_VotersRecord_iqq.unpack_from(r.buffer, r.take(20))
+    )
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_endpoints0 = r.read_compact_array_length()
     f_endpoints: list[VotersRecord.Endpoint]
     if n_endpoints0 < 0:

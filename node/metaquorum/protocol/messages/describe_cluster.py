@@ -88,12 +88,17 @@ class DescribeClusterRequestData:
         return fn(r)
 
 
+_S_DescribeClusterRequestData_ob = struct.Struct(">?b")
+
+_S_DescribeClusterRequestData_obo = struct.Struct(">?b?")
+
+
 def _w_DescribeClusterRequestData_v0(m: DescribeClusterRequestData, out: bytearray) -> None:
-    out.append(1 if m.include_cluster_authorized_operations else 0)
     if m.endpoint_type != 1:
         raise _codec.non_default("endpointType", 0)
     if m.include_fenced_brokers:
         raise _codec.non_default("includeFencedBrokers", 0)
+    out.append(1 if m.include_cluster_authorized_operations else 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -101,10 +106,11 @@ def _w_DescribeClusterRequestData_v0(m: DescribeClusterRequestData, out: bytearr
 
 
 def _w_DescribeClusterRequestData_v1(m: DescribeClusterRequestData, out: bytearray) -> None:
-    out.append(1 if m.include_cluster_authorized_operations else 0)
-    out += _P8(m.endpoint_type)
     if m.include_fenced_brokers:
         raise _codec.non_default("includeFencedBrokers", 1)
+    out += _S_DescribeClusterRequestData_ob.pack(
+        m.include_cluster_authorized_operations, m.endpoint_type
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -112,9 +118,9 @@ def _w_DescribeClusterRequestData_v1(m: DescribeClusterRequestData, out: bytearr
 
 
 def _w_DescribeClusterRequestData_v2(m: DescribeClusterRequestData, out: bytearray) -> None:
-    out.append(1 if m.include_cluster_authorized_operations else 0)
-    out += _P8(m.endpoint_type)
-    out.append(1 if m.include_fenced_brokers else 0)
+    out += _S_DescribeClusterRequestData_obo.pack(
+        m.include_cluster_authorized_operations, m.endpoint_type, m.include_fenced_brokers
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -135,8 +141,9 @@ def _r_DescribeClusterRequestData_v0(r: ByteReader) -> DescribeClusterRequestDat
 
 
 def _r_DescribeClusterRequestData_v1(r: ByteReader) -> DescribeClusterRequestData:
-    f_include_cluster_authorized_operations = r.read_bool()
-    f_endpoint_type = r.read_int8()
+    (f_include_cluster_authorized_operations, f_endpoint_type) = (
+        _S_DescribeClusterRequestData_ob.unpack_from(r.buffer, r.take(2))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -150,9 +157,9 @@ def _r_DescribeClusterRequestData_v1(r: ByteReader) -> DescribeClusterRequestDat
 
 
 def _r_DescribeClusterRequestData_v2(r: ByteReader) -> DescribeClusterRequestData:
-    f_include_cluster_authorized_operations = r.read_bool()
-    f_endpoint_type = r.read_int8()
-    f_include_fenced_brokers = r.read_bool()
+    (f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers) = (
+        _S_DescribeClusterRequestData_obo.unpack_from(r.buffer, r.take(3))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -236,15 +243,18 @@ class DescribeClusterResponseData:
         return fn(r)
 
 
+_S_DescribeClusterResponseData_ih = struct.Struct(">ih")
+
+
 def _w_DescribeClusterResponseData_DescribeClusterBroker_v0(
     m: DescribeClusterResponseData.DescribeClusterBroker, out: bytearray
 ) -> None:
+    if m.is_fenced:
+        raise _codec.non_default("isFenced", 0)
     out += _P32(m.broker_id)
     write_compact_string(out, m.host)
     out += _P32(m.port)
     write_compact_nullable_string(out, m.rack)
-    if m.is_fenced:
-        raise _codec.non_default("isFenced", 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -252,11 +262,10 @@ def _w_DescribeClusterResponseData_DescribeClusterBroker_v0(
 
 
 def _w_DescribeClusterResponseData_v0(m: DescribeClusterResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    write_compact_nullable_string(out, m.error_message)
     if m.endpoint_type != 1:
         raise _codec.non_default("endpointType", 0)
+    out += _S_DescribeClusterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
+    write_compact_nullable_string(out, m.error_message)
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
@@ -273,12 +282,12 @@ def _w_DescribeClusterResponseData_v0(m: DescribeClusterResponseData, out: bytea
 def _w_DescribeClusterResponseData_DescribeClusterBroker_v1(
     m: DescribeClusterResponseData.DescribeClusterBroker, out: bytearray
 ) -> None:
+    if m.is_fenced:
+        raise _codec.non_default("isFenced", 1)
     out += _P32(m.broker_id)
     write_compact_string(out, m.host)
     out += _P32(m.port)
     write_compact_nullable_string(out, m.rack)
-    if m.is_fenced:
-        raise _codec.non_default("isFenced", 1)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -286,8 +295,7 @@ def _w_DescribeClusterResponseData_DescribeClusterBroker_v1(
 
 
 def _w_DescribeClusterResponseData_v1(m: DescribeClusterResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    out += _S_DescribeClusterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(out, m.error_message)
     out += _P8(m.endpoint_type)
     write_compact_string(out, m.cluster_id)
@@ -318,8 +326,7 @@ def _w_DescribeClusterResponseData_DescribeClusterBroker_v2(
 
 
 def _w_DescribeClusterResponseData_v2(m: DescribeClusterResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    out += _S_DescribeClusterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(out, m.error_message)
     out += _P8(m.endpoint_type)
     write_compact_string(out, m.cluster_id)
@@ -353,8 +360,9 @@ def _r_DescribeClusterResponseData_DescribeClusterBroker_v0(
 
 
 def _r_DescribeClusterResponseData_v0(r: ByteReader) -> DescribeClusterResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_DescribeClusterResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_error_message = r.read_compact_nullable_string()
     f_cluster_id = r.read_compact_string()
     f_controller_id = r.read_int32()
@@ -385,8 +393,9 @@ def _r_DescribeClusterResponseData_v0(r: ByteReader) -> DescribeClusterResponseD
 
 
 def _r_DescribeClusterResponseData_v1(r: ByteReader) -> DescribeClusterResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_DescribeClusterResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_error_message = r.read_compact_nullable_string()
     f_endpoint_type = r.read_int8()
     f_cluster_id = r.read_compact_string()
@@ -442,8 +451,9 @@ def _r_DescribeClusterResponseData_DescribeClusterBroker_v2(
 
 
 def _r_DescribeClusterResponseData_v2(r: ByteReader) -> DescribeClusterResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_DescribeClusterResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_error_message = r.read_compact_nullable_string()
     f_endpoint_type = r.read_int8()
     f_cluster_id = r.read_compact_string()

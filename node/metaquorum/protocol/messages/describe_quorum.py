@@ -348,13 +348,25 @@ class DescribeQuorumResponseData:
         return fn(r)
 
 
+_S_DescribeQuorumResponseData_ih = struct.Struct(">ih")
+
+_S_DescribeQuorumResponseData_ihiiq = struct.Struct(">ihiiq")
+
+_S_DescribeQuorumResponseData_iiq = struct.Struct(">iiq")
+
+_S_DescribeQuorumResponseData_iq = struct.Struct(">iq")
+
+_S_DescribeQuorumResponseData_iqqq = struct.Struct(">iqqq")
+
+_S_DescribeQuorumResponseData_iqqqqq = struct.Struct(">iqqqqq")
+
+
 def _w_DescribeQuorumResponseData_ReplicaState_v0(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    out += _P32(m.replica_id)
     if m.replica_directory_id != Uuid.ZERO:
         raise _codec.non_default("replicaDirectoryId", 0)
-    out += _P64(m.log_end_offset)
+    out += _S_DescribeQuorumResponseData_iq.pack(m.replica_id, m.log_end_offset)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -364,11 +376,9 @@ def _w_DescribeQuorumResponseData_ReplicaState_v0(
 def _w_DescribeQuorumResponseData_PartitionData_v0(
     m: DescribeQuorumResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
-    out += _P64(m.high_watermark)
+    out += _S_DescribeQuorumResponseData_ihiiq.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
+    )
     a_current_voters0 = m.current_voters
     write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
@@ -398,13 +408,13 @@ def _w_DescribeQuorumResponseData_TopicData_v0(
 
 
 def _w_DescribeQuorumResponseData_v0(m: DescribeQuorumResponseData, out: bytearray) -> None:
+    if m.nodes:
+        raise _codec.non_default("nodes", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v0(e_topics0, out)
-    if m.nodes:
-        raise _codec.non_default("nodes", 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -414,12 +424,11 @@ def _w_DescribeQuorumResponseData_v0(m: DescribeQuorumResponseData, out: bytearr
 def _w_DescribeQuorumResponseData_ReplicaState_v1(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    out += _P32(m.replica_id)
     if m.replica_directory_id != Uuid.ZERO:
         raise _codec.non_default("replicaDirectoryId", 1)
-    out += _P64(m.log_end_offset)
-    out += _P64(m.last_fetch_timestamp)
-    out += _P64(m.last_caught_up_timestamp)
+    out += _S_DescribeQuorumResponseData_iqqq.pack(
+        m.replica_id, m.log_end_offset, m.last_fetch_timestamp, m.last_caught_up_timestamp
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -429,11 +438,9 @@ def _w_DescribeQuorumResponseData_ReplicaState_v1(
 def _w_DescribeQuorumResponseData_PartitionData_v1(
     m: DescribeQuorumResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
-    out += _P64(m.high_watermark)
+    out += _S_DescribeQuorumResponseData_ihiiq.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
+    )
     a_current_voters0 = m.current_voters
     write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
@@ -463,13 +470,13 @@ def _w_DescribeQuorumResponseData_TopicData_v1(
 
 
 def _w_DescribeQuorumResponseData_v1(m: DescribeQuorumResponseData, out: bytearray) -> None:
+    if m.nodes:
+        raise _codec.non_default("nodes", 1)
     out += _P16(m.error_code)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v1(e_topics0, out)
-    if m.nodes:
-        raise _codec.non_default("nodes", 1)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -479,13 +486,14 @@ def _w_DescribeQuorumResponseData_v1(m: DescribeQuorumResponseData, out: bytearr
 def _w_DescribeQuorumResponseData_ReplicaState_v2(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    out += _P32(m.replica_id)
-    out += _PUUID(
-        m.replica_directory_id.most_significant_bits, m.replica_directory_id.least_significant_bits
+    out += _S_DescribeQuorumResponseData_iqqqqq.pack(
+        m.replica_id,
+        m.replica_directory_id.most_significant_bits,
+        m.replica_directory_id.least_significant_bits,
+        m.log_end_offset,
+        m.last_fetch_timestamp,
+        m.last_caught_up_timestamp,
     )
-    out += _P64(m.log_end_offset)
-    out += _P64(m.last_fetch_timestamp)
-    out += _P64(m.last_caught_up_timestamp)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -495,12 +503,9 @@ def _w_DescribeQuorumResponseData_ReplicaState_v2(
 def _w_DescribeQuorumResponseData_PartitionData_v2(
     m: DescribeQuorumResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
+    out += _S_DescribeQuorumResponseData_ih.pack(m.partition_index, m.error_code)
     write_compact_nullable_string(out, m.error_message)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
-    out += _P64(m.high_watermark)
+    out += _S_DescribeQuorumResponseData_iiq.pack(m.leader_id, m.leader_epoch, m.high_watermark)
     a_current_voters0 = m.current_voters
     write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
@@ -575,8 +580,9 @@ def _w_DescribeQuorumResponseData_v2(m: DescribeQuorumResponseData, out: bytearr
 def _r_DescribeQuorumResponseData_ReplicaState_v0(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    f_replica_id = r.read_int32()
-    f_log_end_offset = r.read_int64()
+    (f_replica_id, f_log_end_offset) = _S_DescribeQuorumResponseData_iq.unpack_from(
+        r.buffer, r.take(12)
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -590,11 +596,9 @@ def _r_DescribeQuorumResponseData_ReplicaState_v0(
 def _r_DescribeQuorumResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
-    f_high_watermark = r.read_int64()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = (
+        _S_DescribeQuorumResponseData_ihiiq.unpack_from(r.buffer, r.take(22))
+    )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
     if n_current_voters0 < 0:
@@ -671,10 +675,9 @@ def _r_DescribeQuorumResponseData_v0(r: ByteReader) -> DescribeQuorumResponseDat
 def _r_DescribeQuorumResponseData_ReplicaState_v1(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    f_replica_id = r.read_int32()
-    f_log_end_offset = r.read_int64()
-    f_last_fetch_timestamp = r.read_int64()
-    f_last_caught_up_timestamp = r.read_int64()
+    (f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp) = (
+        _S_DescribeQuorumResponseData_iqqq.unpack_from(r.buffer, r.take(28))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -692,11 +695,9 @@ def _r_DescribeQuorumResponseData_ReplicaState_v1(
 def _r_DescribeQuorumResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
-    f_high_watermark = r.read_int64()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = (
+        _S_DescribeQuorumResponseData_ihiiq.unpack_from(r.buffer, r.take(22))
+    )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
     if n_current_voters0 < 0:
@@ -773,11 +774,15 @@ def _r_DescribeQuorumResponseData_v1(r: ByteReader) -> DescribeQuorumResponseDat
 def _r_DescribeQuorumResponseData_ReplicaState_v2(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    f_replica_id = r.read_int32()
-    f_replica_directory_id = r.read_uuid()
-    f_log_end_offset = r.read_int64()
-    f_last_fetch_timestamp = r.read_int64()
-    f_last_caught_up_timestamp = r.read_int64()
+    (
+        f_replica_id,
+        f_replica_directory_id_msb,
+        f_replica_directory_id_lsb,
+        f_log_end_offset,
+        f_last_fetch_timestamp,
+        f_last_caught_up_timestamp,
+    ) = _S_DescribeQuorumResponseData_iqqqqq.unpack_from(r.buffer, r.take(44))
+    f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -796,12 +801,13 @@ def _r_DescribeQuorumResponseData_ReplicaState_v2(
 def _r_DescribeQuorumResponseData_PartitionData_v2(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_partition_index, f_error_code) = _S_DescribeQuorumResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_error_message = r.read_compact_nullable_string()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
-    f_high_watermark = r.read_int64()
+    (f_leader_id, f_leader_epoch, f_high_watermark) = _S_DescribeQuorumResponseData_iiq.unpack_from(
+        r.buffer, r.take(16)
+    )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
     if n_current_voters0 < 0:

@@ -133,17 +133,31 @@ class FetchRequestData:
         return fn(r)
 
 
+_S_FetchRequestData_iiibii = struct.Struct(">iiibii")
+
+_S_FetchRequestData_iiiib = struct.Struct(">iiiib")
+
+_S_FetchRequestData_iiiibii = struct.Struct(">iiiibii")
+
+_S_FetchRequestData_iiqiqi = struct.Struct(">iiqiqi")
+
+_S_FetchRequestData_iiqqi = struct.Struct(">iiqqi")
+
+_S_FetchRequestData_iq = struct.Struct(">iq")
+
+_S_FetchRequestData_iqi = struct.Struct(">iqi")
+
+_S_FetchRequestData_iqqi = struct.Struct(">iqqi")
+
 _D_FetchRequestData_ReplicaState = FetchRequestData.ReplicaState()
 
 
 def _w_FetchRequestData_FetchPartition_v4(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 4)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iqi.pack(m.partition, m.fetch_offset, m.partition_max_bytes)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 4)
 
@@ -159,19 +173,17 @@ def _w_FetchRequestData_FetchTopic_v4(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v4(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 4)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
+    if m.forgotten_topics_data:
+        raise _codec.non_default("forgottenTopicsData", 4)
+    out += _S_FetchRequestData_iiiib.pack(
+        m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v4(e_topics0, out)
-    if m.forgotten_topics_data:
-        raise _codec.non_default("forgottenTopicsData", 4)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest", 4)
 
@@ -179,12 +191,11 @@ def _w_FetchRequestData_v4(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v5(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 5)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iqqi.pack(
+        m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 5)
 
@@ -200,19 +211,17 @@ def _w_FetchRequestData_FetchTopic_v5(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v5(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 5)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
+    if m.forgotten_topics_data:
+        raise _codec.non_default("forgottenTopicsData", 5)
+    out += _S_FetchRequestData_iiiib.pack(
+        m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v5(e_topics0, out)
-    if m.forgotten_topics_data:
-        raise _codec.non_default("forgottenTopicsData", 5)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest", 5)
 
@@ -220,12 +229,11 @@ def _w_FetchRequestData_v5(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v6(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 6)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iqqi.pack(
+        m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 6)
 
@@ -241,19 +249,17 @@ def _w_FetchRequestData_FetchTopic_v6(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v6(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 6)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
+    if m.forgotten_topics_data:
+        raise _codec.non_default("forgottenTopicsData", 6)
+    out += _S_FetchRequestData_iiiib.pack(
+        m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v6(e_topics0, out)
-    if m.forgotten_topics_data:
-        raise _codec.non_default("forgottenTopicsData", 6)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest", 6)
 
@@ -261,12 +267,11 @@ def _w_FetchRequestData_v6(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v7(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 7)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iqqi.pack(
+        m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 7)
 
@@ -294,15 +299,17 @@ def _w_FetchRequestData_ForgottenTopic_v7(
 
 
 def _w_FetchRequestData_v7(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 7)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
@@ -318,12 +325,11 @@ def _w_FetchRequestData_v7(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v8(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 8)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iqqi.pack(
+        m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 8)
 
@@ -351,15 +357,17 @@ def _w_FetchRequestData_ForgottenTopic_v8(
 
 
 def _w_FetchRequestData_v8(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 8)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
@@ -375,13 +383,15 @@ def _w_FetchRequestData_v8(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v9(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 9)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iiqqi.pack(
+        m.partition,
+        m.current_leader_epoch,
+        m.fetch_offset,
+        m.log_start_offset,
+        m.partition_max_bytes,
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 9)
 
@@ -409,15 +419,17 @@ def _w_FetchRequestData_ForgottenTopic_v9(
 
 
 def _w_FetchRequestData_v9(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 9)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
@@ -433,13 +445,15 @@ def _w_FetchRequestData_v9(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v10(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 10)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iiqqi.pack(
+        m.partition,
+        m.current_leader_epoch,
+        m.fetch_offset,
+        m.log_start_offset,
+        m.partition_max_bytes,
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 10)
 
@@ -467,15 +481,17 @@ def _w_FetchRequestData_ForgottenTopic_v10(
 
 
 def _w_FetchRequestData_v10(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 10)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
@@ -491,13 +507,15 @@ def _w_FetchRequestData_v10(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v11(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
-    out += _P64(m.fetch_offset)
     if m.last_fetched_epoch != -1:
         raise _codec.non_default("lastFetchedEpoch", 11)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iiqqi.pack(
+        m.partition,
+        m.current_leader_epoch,
+        m.fetch_offset,
+        m.log_start_offset,
+        m.partition_max_bytes,
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchRequest.FetchPartition", 11)
 
@@ -525,15 +543,17 @@ def _w_FetchRequestData_ForgottenTopic_v11(
 
 
 def _w_FetchRequestData_v11(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 11)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
@@ -550,12 +570,14 @@ def _w_FetchRequestData_v11(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v12(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
-    out += _P64(m.fetch_offset)
-    out += _P32(m.last_fetched_epoch)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iiqiqi.pack(
+        m.partition,
+        m.current_leader_epoch,
+        m.fetch_offset,
+        m.last_fetched_epoch,
+        m.log_start_offset,
+        m.partition_max_bytes,
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -589,15 +611,17 @@ def _w_FetchRequestData_ForgottenTopic_v12(
 
 
 def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 12)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -642,15 +666,17 @@ def _w_FetchRequestData_ForgottenTopic_v13(
 
 
 def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 13)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -669,15 +695,17 @@ def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
 
 
 def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
     if m.replica_state != _D_FetchRequestData_ReplicaState:
         raise _codec.non_default("replicaState", 14)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiiibii.pack(
+        m.replica_id,
+        m.max_wait_ms,
+        m.min_bytes,
+        m.max_bytes,
+        m.isolation_level,
+        m.session_id,
+        m.session_epoch,
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -696,8 +724,7 @@ def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
 
 
 def _w_FetchRequestData_ReplicaState_v15(m: FetchRequestData.ReplicaState, out: bytearray) -> None:
-    out += _P32(m.replica_id)
-    out += _P64(m.replica_epoch)
+    out += _S_FetchRequestData_iq.pack(m.replica_id, m.replica_epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -707,12 +734,9 @@ def _w_FetchRequestData_ReplicaState_v15(m: FetchRequestData.ReplicaState, out: 
 def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
     if m.replica_id != -1:
         raise _codec.non_default("replicaId", 15)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiibii.pack(
+        m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -737,12 +761,9 @@ def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
     if m.replica_id != -1:
         raise _codec.non_default("replicaId", 16)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiibii.pack(
+        m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -767,12 +788,14 @@ def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v17(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
-    out += _P64(m.fetch_offset)
-    out += _P32(m.last_fetched_epoch)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iiqiqi.pack(
+        m.partition,
+        m.current_leader_epoch,
+        m.fetch_offset,
+        m.last_fetched_epoch,
+        m.log_start_offset,
+        m.partition_max_bytes,
+    )
     tf: list[tuple[int, bytes]] = []
     if m.replica_directory_id != Uuid.ZERO:
         b = bytearray()
@@ -799,12 +822,9 @@ def _w_FetchRequestData_FetchTopic_v17(m: FetchRequestData.FetchTopic, out: byte
 def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
     if m.replica_id != -1:
         raise _codec.non_default("replicaId", 17)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiibii.pack(
+        m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -829,12 +849,14 @@ def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
 def _w_FetchRequestData_FetchPartition_v18(
     m: FetchRequestData.FetchPartition, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
-    out += _P64(m.fetch_offset)
-    out += _P32(m.last_fetched_epoch)
-    out += _P64(m.log_start_offset)
-    out += _P32(m.partition_max_bytes)
+    out += _S_FetchRequestData_iiqiqi.pack(
+        m.partition,
+        m.current_leader_epoch,
+        m.fetch_offset,
+        m.last_fetched_epoch,
+        m.log_start_offset,
+        m.partition_max_bytes,
+    )
     tf: list[tuple[int, bytes]] = []
     if m.replica_directory_id != Uuid.ZERO:
         b = bytearray()
@@ -865,12 +887,9 @@ def _w_FetchRequestData_FetchTopic_v18(m: FetchRequestData.FetchTopic, out: byte
 def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
     if m.replica_id != -1:
         raise _codec.non_default("replicaId", 18)
-    out += _P32(m.max_wait_ms)
-    out += _P32(m.min_bytes)
-    out += _P32(m.max_bytes)
-    out += _P8(m.isolation_level)
-    out += _P32(m.session_id)
-    out += _P32(m.session_epoch)
+    out += _S_FetchRequestData_iiibii.pack(
+        m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
+    )
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -893,9 +912,9 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
 
 
 def _r_FetchRequestData_FetchPartition_v4(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (f_partition, f_fetch_offset, f_partition_max_bytes) = _S_FetchRequestData_iqi.unpack_from(
+        r.buffer, r.take(16)
+    )
     return FetchRequestData.FetchPartition(
         partition=f_partition,
         fetch_offset=f_fetch_offset,
@@ -915,11 +934,9 @@ def _r_FetchRequestData_FetchTopic_v4(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
+        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -937,10 +954,9 @@ def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v5(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes) = (
+        _S_FetchRequestData_iqqi.unpack_from(r.buffer, r.take(24))
+    )
     return FetchRequestData.FetchPartition(
         partition=f_partition,
         fetch_offset=f_fetch_offset,
@@ -961,11 +977,9 @@ def _r_FetchRequestData_FetchTopic_v5(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v5(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
+        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -994,11 +1008,9 @@ def _r_FetchRequestData_FetchTopic_v6(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v6(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
+        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1038,13 +1050,15 @@ def _r_FetchRequestData_ForgottenTopic_v7(r: ByteReader) -> FetchRequestData.For
 
 
 def _r_FetchRequestData_v7(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1095,13 +1109,15 @@ def _r_FetchRequestData_ForgottenTopic_v8(r: ByteReader) -> FetchRequestData.For
 
 
 def _r_FetchRequestData_v8(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1130,11 +1146,13 @@ def _r_FetchRequestData_v8(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v9(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqqi.unpack_from(r.buffer, r.take(28))
     return FetchRequestData.FetchPartition(
         partition=f_partition,
         current_leader_epoch=f_current_leader_epoch,
@@ -1167,13 +1185,15 @@ def _r_FetchRequestData_ForgottenTopic_v9(r: ByteReader) -> FetchRequestData.For
 
 
 def _r_FetchRequestData_v9(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1224,13 +1244,15 @@ def _r_FetchRequestData_ForgottenTopic_v10(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v10(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1281,13 +1303,15 @@ def _r_FetchRequestData_ForgottenTopic_v11(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v11(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1318,12 +1342,14 @@ def _r_FetchRequestData_v11(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v12(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1380,13 +1406,15 @@ def _r_FetchRequestData_ForgottenTopic_v12(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1433,12 +1461,14 @@ def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v13(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1495,13 +1525,15 @@ def _r_FetchRequestData_ForgottenTopic_v13(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1548,12 +1580,14 @@ def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v14(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1610,13 +1644,15 @@ def _r_FetchRequestData_ForgottenTopic_v14(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
-    f_replica_id = r.read_int32()
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (
+        f_replica_id,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1663,12 +1699,14 @@ def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v15(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1725,8 +1763,7 @@ def _r_FetchRequestData_ForgottenTopic_v15(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.ReplicaState:
-    f_replica_id = r.read_int32()
-    f_replica_epoch = r.read_int64()
+    (f_replica_id, f_replica_epoch) = _S_FetchRequestData_iq.unpack_from(r.buffer, r.take(12))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1738,12 +1775,9 @@ def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.Repl
 
 
 def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
+        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+    )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1794,12 +1828,14 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v16(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1856,12 +1892,9 @@ def _r_FetchRequestData_ForgottenTopic_v16(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
+        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+    )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1912,12 +1945,14 @@ def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v17(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     f_replica_directory_id: Uuid = Uuid.ZERO
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -1981,12 +2016,9 @@ def _r_FetchRequestData_ForgottenTopic_v17(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
+        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+    )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -2037,12 +2069,14 @@ def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v18(r: ByteReader) -> FetchRequestData.FetchPartition:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
-    f_fetch_offset = r.read_int64()
-    f_last_fetched_epoch = r.read_int32()
-    f_log_start_offset = r.read_int64()
-    f_partition_max_bytes = r.read_int32()
+    (
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
     f_replica_directory_id: Uuid = Uuid.ZERO
     f_high_watermark: int = 9223372036854775807
     unk: list[RawTaggedField] = []
@@ -2111,12 +2145,9 @@ def _r_FetchRequestData_ForgottenTopic_v18(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
-    f_max_wait_ms = r.read_int32()
-    f_min_bytes = r.read_int32()
-    f_max_bytes = r.read_int32()
-    f_isolation_level = r.read_int8()
-    f_session_id = r.read_int32()
-    f_session_epoch = r.read_int32()
+    (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
+        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+    )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -2320,6 +2351,20 @@ class FetchResponseData:
         return fn(r)
 
 
+_S_FetchResponseData_ihi = struct.Struct(">ihi")
+
+_S_FetchResponseData_ihqq = struct.Struct(">ihqq")
+
+_S_FetchResponseData_ihqqq = struct.Struct(">ihqqq")
+
+_S_FetchResponseData_ii = struct.Struct(">ii")
+
+_S_FetchResponseData_iq = struct.Struct(">iq")
+
+_S_FetchResponseData_qi = struct.Struct(">qi")
+
+_S_FetchResponseData_qq = struct.Struct(">qq")
+
 _D_FetchResponseData_EpochEndOffset = FetchResponseData.EpochEndOffset()
 
 _D_FetchResponseData_LeaderIdAndEpoch = FetchResponseData.LeaderIdAndEpoch()
@@ -2330,8 +2375,7 @@ _D_FetchResponseData_SnapshotId = FetchResponseData.SnapshotId()
 def _w_FetchResponseData_AbortedTransaction_v4(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 4)
 
@@ -2339,16 +2383,17 @@ def _w_FetchResponseData_AbortedTransaction_v4(
 def _w_FetchResponseData_PartitionData_v4(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 4)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 4)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 4)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 4)
+    out += _S_FetchResponseData_ihqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2363,8 +2408,6 @@ def _w_FetchResponseData_PartitionData_v4(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v4(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 4)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 4)
@@ -2383,15 +2426,15 @@ def _w_FetchResponseData_FetchableTopicResponse_v4(
 
 
 def _w_FetchResponseData_v4(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
     if m.session_id != 0:
         raise _codec.non_default("sessionId", 4)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 4)
+    out += _P32(m.throttle_time_ms)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v4(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 4)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 4)
 
@@ -2399,8 +2442,7 @@ def _w_FetchResponseData_v4(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v5(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 5)
 
@@ -2408,17 +2450,17 @@ def _w_FetchResponseData_AbortedTransaction_v5(
 def _w_FetchResponseData_PartitionData_v5(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 5)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 5)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 5)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 5)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2433,8 +2475,6 @@ def _w_FetchResponseData_PartitionData_v5(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v5(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 5)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 5)
@@ -2453,15 +2493,15 @@ def _w_FetchResponseData_FetchableTopicResponse_v5(
 
 
 def _w_FetchResponseData_v5(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
     if m.session_id != 0:
         raise _codec.non_default("sessionId", 5)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 5)
+    out += _P32(m.throttle_time_ms)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v5(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 5)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 5)
 
@@ -2469,8 +2509,7 @@ def _w_FetchResponseData_v5(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v6(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 6)
 
@@ -2478,17 +2517,17 @@ def _w_FetchResponseData_AbortedTransaction_v6(
 def _w_FetchResponseData_PartitionData_v6(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 6)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 6)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 6)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 6)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2503,8 +2542,6 @@ def _w_FetchResponseData_PartitionData_v6(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v6(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 6)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 6)
@@ -2523,15 +2560,15 @@ def _w_FetchResponseData_FetchableTopicResponse_v6(
 
 
 def _w_FetchResponseData_v6(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
     if m.session_id != 0:
         raise _codec.non_default("sessionId", 6)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 6)
+    out += _P32(m.throttle_time_ms)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v6(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 6)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 6)
 
@@ -2539,8 +2576,7 @@ def _w_FetchResponseData_v6(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v7(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 7)
 
@@ -2548,17 +2584,17 @@ def _w_FetchResponseData_AbortedTransaction_v7(
 def _w_FetchResponseData_PartitionData_v7(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 7)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 7)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 7)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 7)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2573,8 +2609,6 @@ def _w_FetchResponseData_PartitionData_v7(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v7(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 7)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 7)
@@ -2593,15 +2627,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v7(
 
 
 def _w_FetchResponseData_v7(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 7)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v7(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 7)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 7)
 
@@ -2609,8 +2641,7 @@ def _w_FetchResponseData_v7(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v8(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 8)
 
@@ -2618,17 +2649,17 @@ def _w_FetchResponseData_AbortedTransaction_v8(
 def _w_FetchResponseData_PartitionData_v8(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 8)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 8)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 8)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 8)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2643,8 +2674,6 @@ def _w_FetchResponseData_PartitionData_v8(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v8(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 8)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 8)
@@ -2663,15 +2692,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v8(
 
 
 def _w_FetchResponseData_v8(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 8)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v8(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 8)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 8)
 
@@ -2679,8 +2706,7 @@ def _w_FetchResponseData_v8(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v9(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 9)
 
@@ -2688,17 +2714,17 @@ def _w_FetchResponseData_AbortedTransaction_v9(
 def _w_FetchResponseData_PartitionData_v9(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 9)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 9)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 9)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 9)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2713,8 +2739,6 @@ def _w_FetchResponseData_PartitionData_v9(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v9(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 9)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 9)
@@ -2733,15 +2757,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v9(
 
 
 def _w_FetchResponseData_v9(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 9)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v9(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 9)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 9)
 
@@ -2749,8 +2771,7 @@ def _w_FetchResponseData_v9(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v10(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 10)
 
@@ -2758,17 +2779,17 @@ def _w_FetchResponseData_AbortedTransaction_v10(
 def _w_FetchResponseData_PartitionData_v10(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 10)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 10)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 10)
+    if m.preferred_read_replica != -1:
+        raise _codec.non_default("preferredReadReplica", 10)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2783,8 +2804,6 @@ def _w_FetchResponseData_PartitionData_v10(
         out += _P32(len(a_aborted_transactions0))
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v10(e_aborted_transactions0, out)
-    if m.preferred_read_replica != -1:
-        raise _codec.non_default("preferredReadReplica", 10)
     write_nullable_bytes(out, m.records)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.PartitionData", 10)
@@ -2803,15 +2822,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v10(
 
 
 def _w_FetchResponseData_v10(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 10)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v10(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 10)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 10)
 
@@ -2819,8 +2836,7 @@ def _w_FetchResponseData_v10(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v11(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse.AbortedTransaction", 11)
 
@@ -2828,17 +2844,15 @@ def _w_FetchResponseData_AbortedTransaction_v11(
 def _w_FetchResponseData_PartitionData_v11(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
     if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
         raise _codec.non_default("divergingEpoch", 11)
     if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
         raise _codec.non_default("currentLeader", 11)
     if m.snapshot_id != _D_FetchResponseData_SnapshotId:
         raise _codec.non_default("snapshotId", 11)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend(
@@ -2872,15 +2886,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v11(
 
 
 def _w_FetchResponseData_v11(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 11)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     out += _P32(len(a_responses0))
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v11(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 11)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("FetchResponse", 11)
 
@@ -2888,8 +2900,7 @@ def _w_FetchResponseData_v11(m: FetchResponseData, out: bytearray) -> None:
 def _w_FetchResponseData_AbortedTransaction_v12(
     m: FetchResponseData.AbortedTransaction, out: bytearray
 ) -> None:
-    out += _P64(m.producer_id)
-    out += _P64(m.first_offset)
+    out += _S_FetchResponseData_qq.pack(m.producer_id, m.first_offset)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -2899,8 +2910,7 @@ def _w_FetchResponseData_AbortedTransaction_v12(
 def _w_FetchResponseData_EpochEndOffset_v12(
     m: FetchResponseData.EpochEndOffset, out: bytearray
 ) -> None:
-    out += _P32(m.epoch)
-    out += _P64(m.end_offset)
+    out += _S_FetchResponseData_iq.pack(m.epoch, m.end_offset)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -2910,8 +2920,7 @@ def _w_FetchResponseData_EpochEndOffset_v12(
 def _w_FetchResponseData_LeaderIdAndEpoch_v12(
     m: FetchResponseData.LeaderIdAndEpoch, out: bytearray
 ) -> None:
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_FetchResponseData_ii.pack(m.leader_id, m.leader_epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -2919,8 +2928,7 @@ def _w_FetchResponseData_LeaderIdAndEpoch_v12(
 
 
 def _w_FetchResponseData_SnapshotId_v12(m: FetchResponseData.SnapshotId, out: bytearray) -> None:
-    out += _P64(m.end_offset)
-    out += _P32(m.epoch)
+    out += _S_FetchResponseData_qi.pack(m.end_offset, m.epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -2930,11 +2938,9 @@ def _w_FetchResponseData_SnapshotId_v12(m: FetchResponseData.SnapshotId, out: by
 def _w_FetchResponseData_PartitionData_v12(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P64(m.high_watermark)
-    out += _P64(m.last_stable_offset)
-    out += _P64(m.log_start_offset)
+    out += _S_FetchResponseData_ihqqq.pack(
+        m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
+    )
     a_aborted_transactions0 = m.aborted_transactions
     if a_aborted_transactions0 is None:
         out.extend((0,))
@@ -2975,15 +2981,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v12(
 
 
 def _w_FetchResponseData_v12(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 12)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v12(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 12)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -3005,15 +3009,13 @@ def _w_FetchResponseData_FetchableTopicResponse_v13(
 
 
 def _w_FetchResponseData_v13(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 13)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 13)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -3021,15 +3023,13 @@ def _w_FetchResponseData_v13(m: FetchResponseData, out: bytearray) -> None:
 
 
 def _w_FetchResponseData_v14(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 14)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 14)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -3037,15 +3037,13 @@ def _w_FetchResponseData_v14(m: FetchResponseData, out: bytearray) -> None:
 
 
 def _w_FetchResponseData_v15(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 15)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 15)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -3066,9 +3064,7 @@ def _w_FetchResponseData_NodeEndpoint_v16(
 
 
 def _w_FetchResponseData_v16(m: FetchResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
-    out += _P32(m.session_id)
+    out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
     write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
@@ -3087,18 +3083,16 @@ def _w_FetchResponseData_v16(m: FetchResponseData, out: bytearray) -> None:
 def _r_FetchResponseData_AbortedTransaction_v4(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
-    f_producer_id = r.read_int64()
-    f_first_offset = r.read_int64()
+    (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
     return FetchResponseData.AbortedTransaction(
         producer_id=f_producer_id, first_offset=f_first_offset
     )
 
 
 def _r_FetchResponseData_PartitionData_v4(r: ByteReader) -> FetchResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_high_watermark = r.read_int64()
-    f_last_stable_offset = r.read_int64()
+    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset) = (
+        _S_FetchResponseData_ihqq.unpack_from(r.buffer, r.take(22))
+    )
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3145,11 +3139,13 @@ def _r_FetchResponseData_v4(r: ByteReader) -> FetchResponseData:
 
 
 def _r_FetchResponseData_PartitionData_v5(r: ByteReader) -> FetchResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_high_watermark = r.read_int64()
-    f_last_stable_offset = r.read_int64()
-    f_log_start_offset = r.read_int64()
+    (
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        f_log_start_offset,
+    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3236,9 +3232,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v7(
 
 
 def _r_FetchResponseData_v7(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3269,9 +3265,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v8(
 
 
 def _r_FetchResponseData_v8(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3302,9 +3298,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v9(
 
 
 def _r_FetchResponseData_v9(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3335,9 +3331,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v10(
 
 
 def _r_FetchResponseData_v10(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3355,11 +3351,13 @@ def _r_FetchResponseData_v10(r: ByteReader) -> FetchResponseData:
 
 
 def _r_FetchResponseData_PartitionData_v11(r: ByteReader) -> FetchResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_high_watermark = r.read_int64()
-    f_last_stable_offset = r.read_int64()
-    f_log_start_offset = r.read_int64()
+    (
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        f_log_start_offset,
+    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3396,9 +3394,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v11(
 
 
 def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3418,8 +3416,7 @@ def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
 def _r_FetchResponseData_AbortedTransaction_v12(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
-    f_producer_id = r.read_int64()
-    f_first_offset = r.read_int64()
+    (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3431,8 +3428,7 @@ def _r_FetchResponseData_AbortedTransaction_v12(
 
 
 def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.EpochEndOffset:
-    f_epoch = r.read_int32()
-    f_end_offset = r.read_int64()
+    (f_epoch, f_end_offset) = _S_FetchResponseData_iq.unpack_from(r.buffer, r.take(12))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3444,8 +3440,7 @@ def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.
 
 
 def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseData.LeaderIdAndEpoch:
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_leader_id, f_leader_epoch) = _S_FetchResponseData_ii.unpack_from(r.buffer, r.take(8))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3457,8 +3452,7 @@ def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseDat
 
 
 def _r_FetchResponseData_SnapshotId_v12(r: ByteReader) -> FetchResponseData.SnapshotId:
-    f_end_offset = r.read_int64()
-    f_epoch = r.read_int32()
+    (f_end_offset, f_epoch) = _S_FetchResponseData_qi.unpack_from(r.buffer, r.take(12))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3470,11 +3464,13 @@ def _r_FetchResponseData_SnapshotId_v12(r: ByteReader) -> FetchResponseData.Snap
 
 
 def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_high_watermark = r.read_int64()
-    f_last_stable_offset = r.read_int64()
-    f_log_start_offset = r.read_int64()
+    (
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        f_log_start_offset,
+    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
     n_aborted_transactions0 = r.read_compact_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3546,9 +3542,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v12(
 
 
 def _r_FetchResponseData_v12(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3595,9 +3591,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v13(
 
 
 def _r_FetchResponseData_v13(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3644,9 +3640,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v14(
 
 
 def _r_FetchResponseData_v14(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3693,9 +3689,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v15(
 
 
 def _r_FetchResponseData_v15(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3757,9 +3753,9 @@ def _r_FetchResponseData_NodeEndpoint_v16(r: ByteReader) -> FetchResponseData.No
 
 
 def _r_FetchResponseData_v16(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3817,9 +3813,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v17(
 
 
 def _r_FetchResponseData_v17(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3877,9 +3873,9 @@ def _r_FetchResponseData_FetchableTopicResponse_v18(
 
 
 def _r_FetchResponseData_v18(r: ByteReader) -> FetchResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
-    f_session_id = r.read_int32()
+    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
+        r.buffer, r.take(10)
+    )
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:

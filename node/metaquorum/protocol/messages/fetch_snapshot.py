@@ -116,11 +116,15 @@ class FetchSnapshotRequestData:
         return fn(r)
 
 
+_S_FetchSnapshotRequestData_ii = struct.Struct(">ii")
+
+_S_FetchSnapshotRequestData_qi = struct.Struct(">qi")
+
+
 def _w_FetchSnapshotRequestData_SnapshotId_v0(
     m: FetchSnapshotRequestData.SnapshotId, out: bytearray
 ) -> None:
-    out += _P64(m.end_offset)
-    out += _P32(m.epoch)
+    out += _S_FetchSnapshotRequestData_qi.pack(m.end_offset, m.epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -130,8 +134,7 @@ def _w_FetchSnapshotRequestData_SnapshotId_v0(
 def _w_FetchSnapshotRequestData_PartitionSnapshot_v0(
     m: FetchSnapshotRequestData.PartitionSnapshot, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
+    out += _S_FetchSnapshotRequestData_ii.pack(m.partition, m.current_leader_epoch)
     _w_FetchSnapshotRequestData_SnapshotId_v0(m.snapshot_id, out)
     out += _P64(m.position)
     if m.unknown_tagged_fields:
@@ -155,8 +158,7 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v0(
 
 
 def _w_FetchSnapshotRequestData_v0(m: FetchSnapshotRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
-    out += _P32(m.max_bytes)
+    out += _S_FetchSnapshotRequestData_ii.pack(m.replica_id, m.max_bytes)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -172,8 +174,7 @@ def _w_FetchSnapshotRequestData_v0(m: FetchSnapshotRequestData, out: bytearray) 
 def _w_FetchSnapshotRequestData_PartitionSnapshot_v1(
     m: FetchSnapshotRequestData.PartitionSnapshot, out: bytearray
 ) -> None:
-    out += _P32(m.partition)
-    out += _P32(m.current_leader_epoch)
+    out += _S_FetchSnapshotRequestData_ii.pack(m.partition, m.current_leader_epoch)
     _w_FetchSnapshotRequestData_SnapshotId_v0(m.snapshot_id, out)
     out += _P64(m.position)
     tf: list[tuple[int, bytes]] = []
@@ -202,8 +203,7 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
 
 
 def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) -> None:
-    out += _P32(m.replica_id)
-    out += _P32(m.max_bytes)
+    out += _S_FetchSnapshotRequestData_ii.pack(m.replica_id, m.max_bytes)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -217,8 +217,7 @@ def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) 
 
 
 def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotRequestData.SnapshotId:
-    f_end_offset = r.read_int64()
-    f_epoch = r.read_int32()
+    (f_end_offset, f_epoch) = _S_FetchSnapshotRequestData_qi.unpack_from(r.buffer, r.take(12))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -232,8 +231,9 @@ def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotReq
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v0(
     r: ByteReader,
 ) -> FetchSnapshotRequestData.PartitionSnapshot:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
+    (f_partition, f_current_leader_epoch) = _S_FetchSnapshotRequestData_ii.unpack_from(
+        r.buffer, r.take(8)
+    )
     f_snapshot_id = _r_FetchSnapshotRequestData_SnapshotId_v0(r)
     f_position = r.read_int64()
     unk: list[RawTaggedField] = []
@@ -276,8 +276,7 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v0(
 
 
 def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
-    f_replica_id = r.read_int32()
-    f_max_bytes = r.read_int32()
+    (f_replica_id, f_max_bytes) = _S_FetchSnapshotRequestData_ii.unpack_from(r.buffer, r.take(8))
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotRequestData.TopicSnapshot]
     if n_topics0 < 0:
@@ -308,8 +307,9 @@ def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v1(
     r: ByteReader,
 ) -> FetchSnapshotRequestData.PartitionSnapshot:
-    f_partition = r.read_int32()
-    f_current_leader_epoch = r.read_int32()
+    (f_partition, f_current_leader_epoch) = _S_FetchSnapshotRequestData_ii.unpack_from(
+        r.buffer, r.take(8)
+    )
     f_snapshot_id = _r_FetchSnapshotRequestData_SnapshotId_v0(r)
     f_position = r.read_int64()
     f_replica_directory_id: Uuid = Uuid.ZERO
@@ -357,8 +357,7 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v1(
 
 
 def _r_FetchSnapshotRequestData_v1(r: ByteReader) -> FetchSnapshotRequestData:
-    f_replica_id = r.read_int32()
-    f_max_bytes = r.read_int32()
+    (f_replica_id, f_max_bytes) = _S_FetchSnapshotRequestData_ii.unpack_from(r.buffer, r.take(8))
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotRequestData.TopicSnapshot]
     if n_topics0 < 0:
@@ -483,14 +482,21 @@ class FetchSnapshotResponseData:
         return fn(r)
 
 
+_S_FetchSnapshotResponseData_ih = struct.Struct(">ih")
+
+_S_FetchSnapshotResponseData_ii = struct.Struct(">ii")
+
+_S_FetchSnapshotResponseData_qi = struct.Struct(">qi")
+
+_S_FetchSnapshotResponseData_qq = struct.Struct(">qq")
+
 _D_FetchSnapshotResponseData_LeaderIdAndEpoch = FetchSnapshotResponseData.LeaderIdAndEpoch()
 
 
 def _w_FetchSnapshotResponseData_SnapshotId_v0(
     m: FetchSnapshotResponseData.SnapshotId, out: bytearray
 ) -> None:
-    out += _P64(m.end_offset)
-    out += _P32(m.epoch)
+    out += _S_FetchSnapshotResponseData_qi.pack(m.end_offset, m.epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -500,8 +506,7 @@ def _w_FetchSnapshotResponseData_SnapshotId_v0(
 def _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
     m: FetchSnapshotResponseData.LeaderIdAndEpoch, out: bytearray
 ) -> None:
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_FetchSnapshotResponseData_ii.pack(m.leader_id, m.leader_epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -511,11 +516,9 @@ def _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
 def _w_FetchSnapshotResponseData_PartitionSnapshot_v0(
     m: FetchSnapshotResponseData.PartitionSnapshot, out: bytearray
 ) -> None:
-    out += _P32(m.index)
-    out += _P16(m.error_code)
+    out += _S_FetchSnapshotResponseData_ih.pack(m.index, m.error_code)
     _w_FetchSnapshotResponseData_SnapshotId_v0(m.snapshot_id, out)
-    out += _P64(m.size)
-    out += _P64(m.position)
+    out += _S_FetchSnapshotResponseData_qq.pack(m.size, m.position)
     if m.unaligned_records is None:
         raise _codec.null_in_non_nullable("unalignedRecords", 0)
     write_compact_bytes(out, m.unaligned_records)
@@ -542,14 +545,13 @@ def _w_FetchSnapshotResponseData_TopicSnapshot_v0(
 
 
 def _w_FetchSnapshotResponseData_v0(m: FetchSnapshotResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 0)
+    out += _S_FetchSnapshotResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotResponseData_TopicSnapshot_v0(e_topics0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -559,11 +561,9 @@ def _w_FetchSnapshotResponseData_v0(m: FetchSnapshotResponseData, out: bytearray
 def _w_FetchSnapshotResponseData_PartitionSnapshot_v1(
     m: FetchSnapshotResponseData.PartitionSnapshot, out: bytearray
 ) -> None:
-    out += _P32(m.index)
-    out += _P16(m.error_code)
+    out += _S_FetchSnapshotResponseData_ih.pack(m.index, m.error_code)
     _w_FetchSnapshotResponseData_SnapshotId_v0(m.snapshot_id, out)
-    out += _P64(m.size)
-    out += _P64(m.position)
+    out += _S_FetchSnapshotResponseData_qq.pack(m.size, m.position)
     if m.unaligned_records is None:
         raise _codec.null_in_non_nullable("unalignedRecords", 1)
     write_compact_bytes(out, m.unaligned_records)
@@ -602,8 +602,7 @@ def _w_FetchSnapshotResponseData_NodeEndpoint_v1(
 
 
 def _w_FetchSnapshotResponseData_v1(m: FetchSnapshotResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    out += _S_FetchSnapshotResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
@@ -622,8 +621,7 @@ def _w_FetchSnapshotResponseData_v1(m: FetchSnapshotResponseData, out: bytearray
 def _r_FetchSnapshotResponseData_SnapshotId_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.SnapshotId:
-    f_end_offset = r.read_int64()
-    f_epoch = r.read_int32()
+    (f_end_offset, f_epoch) = _S_FetchSnapshotResponseData_qi.unpack_from(r.buffer, r.take(12))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -637,8 +635,7 @@ def _r_FetchSnapshotResponseData_SnapshotId_v0(
 def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.LeaderIdAndEpoch:
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_leader_id, f_leader_epoch) = _S_FetchSnapshotResponseData_ii.unpack_from(r.buffer, r.take(8))
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -652,11 +649,9 @@ def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
 def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.PartitionSnapshot:
-    f_index = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_index, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(r.buffer, r.take(6))
     f_snapshot_id = _r_FetchSnapshotResponseData_SnapshotId_v0(r)
-    f_size = r.read_int64()
-    f_position = r.read_int64()
+    (f_size, f_position) = _S_FetchSnapshotResponseData_qq.unpack_from(r.buffer, r.take(16))
     f_unaligned_records = r.read_compact_bytes()
     f_current_leader: FetchSnapshotResponseData.LeaderIdAndEpoch = (
         FetchSnapshotResponseData.LeaderIdAndEpoch()
@@ -707,8 +702,9 @@ def _r_FetchSnapshotResponseData_TopicSnapshot_v0(
 
 
 def _r_FetchSnapshotResponseData_v0(r: ByteReader) -> FetchSnapshotResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotResponseData.TopicSnapshot]
     if n_topics0 < 0:
@@ -770,8 +766,9 @@ def _r_FetchSnapshotResponseData_NodeEndpoint_v1(
 
 
 def _r_FetchSnapshotResponseData_v1(r: ByteReader) -> FetchSnapshotResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotResponseData.TopicSnapshot]
     if n_topics0 < 0:

@@ -87,19 +87,18 @@ class RequestHeaderData:
         return fn(r)
 
 
+_S_RequestHeaderData_hhi = struct.Struct(">hhi")
+
+
 def _w_RequestHeaderData_v1(m: RequestHeaderData, out: bytearray) -> None:
-    out += _P16(m.request_api_key)
-    out += _P16(m.request_api_version)
-    out += _P32(m.correlation_id)
+    out += _S_RequestHeaderData_hhi.pack(m.request_api_key, m.request_api_version, m.correlation_id)
     write_nullable_string(out, m.client_id)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("RequestHeader", 1)
 
 
 def _w_RequestHeaderData_v2(m: RequestHeaderData, out: bytearray) -> None:
-    out += _P16(m.request_api_key)
-    out += _P16(m.request_api_version)
-    out += _P32(m.correlation_id)
+    out += _S_RequestHeaderData_hhi.pack(m.request_api_key, m.request_api_version, m.correlation_id)
     write_nullable_string(out, m.client_id)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
@@ -108,9 +107,9 @@ def _w_RequestHeaderData_v2(m: RequestHeaderData, out: bytearray) -> None:
 
 
 def _r_RequestHeaderData_v1(r: ByteReader) -> RequestHeaderData:
-    f_request_api_key = r.read_int16()
-    f_request_api_version = r.read_int16()
-    f_correlation_id = r.read_int32()
+    (f_request_api_key, f_request_api_version, f_correlation_id) = (
+        _S_RequestHeaderData_hhi.unpack_from(r.buffer, r.take(8))
+    )
     f_client_id = r.read_nullable_string()
     return RequestHeaderData(
         request_api_key=f_request_api_key,
@@ -121,9 +120,9 @@ def _r_RequestHeaderData_v1(r: ByteReader) -> RequestHeaderData:
 
 
 def _r_RequestHeaderData_v2(r: ByteReader) -> RequestHeaderData:
-    f_request_api_key = r.read_int16()
-    f_request_api_version = r.read_int16()
-    f_correlation_id = r.read_int32()
+    (f_request_api_key, f_request_api_version, f_correlation_id) = (
+        _S_RequestHeaderData_hhi.unpack_from(r.buffer, r.take(8))
+    )
     f_client_id = r.read_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

@@ -110,12 +110,15 @@ class BeginQuorumEpochRequestData:
         return fn(r)
 
 
+_S_BeginQuorumEpochRequestData_iii = struct.Struct(">iii")
+
+_S_BeginQuorumEpochRequestData_iqqii = struct.Struct(">iqqii")
+
+
 def _w_BeginQuorumEpochRequestData_PartitionData_v0(
     m: BeginQuorumEpochRequestData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_BeginQuorumEpochRequestData_iii.pack(m.partition_index, m.leader_id, m.leader_epoch)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("BeginQuorumEpochRequest.PartitionData", 0)
 
@@ -145,12 +148,13 @@ def _w_BeginQuorumEpochRequestData_v0(m: BeginQuorumEpochRequestData, out: bytea
 def _w_BeginQuorumEpochRequestData_PartitionData_v1(
     m: BeginQuorumEpochRequestData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_BeginQuorumEpochRequestData_iqqii.pack(
+        m.partition_index,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
+        m.leader_id,
+        m.leader_epoch,
     )
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -203,9 +207,9 @@ def _w_BeginQuorumEpochRequestData_v1(m: BeginQuorumEpochRequestData, out: bytea
 def _r_BeginQuorumEpochRequestData_PartitionData_v0(
     r: ByteReader,
 ) -> BeginQuorumEpochRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_leader_id, f_leader_epoch) = (
+        _S_BeginQuorumEpochRequestData_iii.unpack_from(r.buffer, r.take(12))
+    )
     return BeginQuorumEpochRequestData.PartitionData(
         partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch
     )
@@ -240,10 +244,14 @@ def _r_BeginQuorumEpochRequestData_v0(r: ByteReader) -> BeginQuorumEpochRequestD
 def _r_BeginQuorumEpochRequestData_PartitionData_v1(
     r: ByteReader,
 ) -> BeginQuorumEpochRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (
+        f_partition_index,
+        f_voter_directory_id_msb,
+        f_voter_directory_id_lsb,
+        f_leader_id,
+        f_leader_epoch,
+    ) = _S_BeginQuorumEpochRequestData_iqqii.unpack_from(r.buffer, r.take(28))
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -402,13 +410,15 @@ class BeginQuorumEpochResponseData:
         return fn(r)
 
 
+_S_BeginQuorumEpochResponseData_ihii = struct.Struct(">ihii")
+
+
 def _w_BeginQuorumEpochResponseData_PartitionData_v0(
     m: BeginQuorumEpochResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_BeginQuorumEpochResponseData_ihii.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("BeginQuorumEpochResponse.PartitionData", 0)
 
@@ -426,13 +436,13 @@ def _w_BeginQuorumEpochResponseData_TopicData_v0(
 
 
 def _w_BeginQuorumEpochResponseData_v0(m: BeginQuorumEpochResponseData, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
         _w_BeginQuorumEpochResponseData_TopicData_v0(e_topics0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 0)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("BeginQuorumEpochResponse", 0)
 
@@ -440,10 +450,9 @@ def _w_BeginQuorumEpochResponseData_v0(m: BeginQuorumEpochResponseData, out: byt
 def _w_BeginQuorumEpochResponseData_PartitionData_v1(
     m: BeginQuorumEpochResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_BeginQuorumEpochResponseData_ihii.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -496,10 +505,9 @@ def _w_BeginQuorumEpochResponseData_v1(m: BeginQuorumEpochResponseData, out: byt
 def _r_BeginQuorumEpochResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> BeginQuorumEpochResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
+        _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    )
     return BeginQuorumEpochResponseData.PartitionData(
         partition_index=f_partition_index,
         error_code=f_error_code,
@@ -537,10 +545,9 @@ def _r_BeginQuorumEpochResponseData_v0(r: ByteReader) -> BeginQuorumEpochRespons
 def _r_BeginQuorumEpochResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> BeginQuorumEpochResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
+        _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -712,12 +719,15 @@ class EndQuorumEpochRequestData:
         return fn(r)
 
 
+_S_EndQuorumEpochRequestData_iii = struct.Struct(">iii")
+
+_S_EndQuorumEpochRequestData_iqq = struct.Struct(">iqq")
+
+
 def _w_EndQuorumEpochRequestData_PartitionData_v0(
     m: EndQuorumEpochRequestData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_EndQuorumEpochRequestData_iii.pack(m.partition_index, m.leader_id, m.leader_epoch)
     a_preferred_successors0 = m.preferred_successors
     out += _P32(len(a_preferred_successors0))
     for e_preferred_successors0 in a_preferred_successors0:
@@ -751,8 +761,8 @@ def _w_EndQuorumEpochRequestData_v0(m: EndQuorumEpochRequestData, out: bytearray
 def _w_EndQuorumEpochRequestData_ReplicaInfo_v1(
     m: EndQuorumEpochRequestData.ReplicaInfo, out: bytearray
 ) -> None:
-    out += _P32(m.candidate_id)
-    out += _PUUID(
+    out += _S_EndQuorumEpochRequestData_iqq.pack(
+        m.candidate_id,
         m.candidate_directory_id.most_significant_bits,
         m.candidate_directory_id.least_significant_bits,
     )
@@ -765,9 +775,7 @@ def _w_EndQuorumEpochRequestData_ReplicaInfo_v1(
 def _w_EndQuorumEpochRequestData_PartitionData_v1(
     m: EndQuorumEpochRequestData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_EndQuorumEpochRequestData_iii.pack(m.partition_index, m.leader_id, m.leader_epoch)
     a_preferred_candidates0 = m.preferred_candidates
     write_unsigned_varint(out, len(a_preferred_candidates0) + 1)
     for e_preferred_candidates0 in a_preferred_candidates0:
@@ -823,9 +831,9 @@ def _w_EndQuorumEpochRequestData_v1(m: EndQuorumEpochRequestData, out: bytearray
 def _r_EndQuorumEpochRequestData_PartitionData_v0(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_leader_id, f_leader_epoch) = _S_EndQuorumEpochRequestData_iii.unpack_from(
+        r.buffer, r.take(12)
+    )
     n_preferred_successors0 = r.read_array_length()
     f_preferred_successors: list[int]
     if n_preferred_successors0 < 0:
@@ -867,8 +875,10 @@ def _r_EndQuorumEpochRequestData_v0(r: ByteReader) -> EndQuorumEpochRequestData:
 def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.ReplicaInfo:
-    f_candidate_id = r.read_int32()
-    f_candidate_directory_id = r.read_uuid()
+    (f_candidate_id, f_candidate_directory_id_msb, f_candidate_directory_id_lsb) = (
+        _S_EndQuorumEpochRequestData_iqq.unpack_from(r.buffer, r.take(20))
+    )
+    f_candidate_directory_id = Uuid(f_candidate_directory_id_msb, f_candidate_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -884,9 +894,9 @@ def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
 def _r_EndQuorumEpochRequestData_PartitionData_v1(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_leader_id, f_leader_epoch) = _S_EndQuorumEpochRequestData_iii.unpack_from(
+        r.buffer, r.take(12)
+    )
     n_preferred_candidates0 = r.read_compact_array_length()
     f_preferred_candidates: list[EndQuorumEpochRequestData.ReplicaInfo]
     if n_preferred_candidates0 < 0:
@@ -1049,13 +1059,15 @@ class EndQuorumEpochResponseData:
         return fn(r)
 
 
+_S_EndQuorumEpochResponseData_ihii = struct.Struct(">ihii")
+
+
 def _w_EndQuorumEpochResponseData_PartitionData_v0(
     m: EndQuorumEpochResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_EndQuorumEpochResponseData_ihii.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch
+    )
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("EndQuorumEpochResponse.PartitionData", 0)
 
@@ -1073,13 +1085,13 @@ def _w_EndQuorumEpochResponseData_TopicData_v0(
 
 
 def _w_EndQuorumEpochResponseData_v0(m: EndQuorumEpochResponseData, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
     out += _P32(len(a_topics0))
     for e_topics0 in a_topics0:
         _w_EndQuorumEpochResponseData_TopicData_v0(e_topics0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 0)
     if m.unknown_tagged_fields:
         raise _codec.tags_unsupported("EndQuorumEpochResponse", 0)
 
@@ -1087,10 +1099,9 @@ def _w_EndQuorumEpochResponseData_v0(m: EndQuorumEpochResponseData, out: bytearr
 def _w_EndQuorumEpochResponseData_PartitionData_v1(
     m: EndQuorumEpochResponseData.PartitionData, out: bytearray
 ) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_EndQuorumEpochResponseData_ihii.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -1143,10 +1154,9 @@ def _w_EndQuorumEpochResponseData_v1(m: EndQuorumEpochResponseData, out: bytearr
 def _r_EndQuorumEpochResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> EndQuorumEpochResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
+        _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    )
     return EndQuorumEpochResponseData.PartitionData(
         partition_index=f_partition_index,
         error_code=f_error_code,
@@ -1184,10 +1194,9 @@ def _r_EndQuorumEpochResponseData_v0(r: ByteReader) -> EndQuorumEpochResponseDat
 def _r_EndQuorumEpochResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> EndQuorumEpochResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
+        _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()

@@ -95,6 +95,11 @@ class QuorumStateData:
         return fn(r)
 
 
+_S_QuorumStateData_iiiq = struct.Struct(">iiiq")
+
+_S_QuorumStateData_iiiqq = struct.Struct(">iiiqq")
+
+
 def _w_QuorumStateData_Voter_v0(m: QuorumStateData.Voter, out: bytearray) -> None:
     out += _P32(m.voter_id)
     if m.unknown_tagged_fields:
@@ -104,13 +109,10 @@ def _w_QuorumStateData_Voter_v0(m: QuorumStateData.Voter, out: bytearray) -> Non
 
 
 def _w_QuorumStateData_v0(m: QuorumStateData, out: bytearray) -> None:
-    write_compact_string(out, m.cluster_id)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
-    out += _P32(m.voted_id)
     if m.voted_directory_id != Uuid.ZERO:
         raise _codec.non_default("votedDirectoryId", 0)
-    out += _P64(m.applied_offset)
+    write_compact_string(out, m.cluster_id)
+    out += _S_QuorumStateData_iiiq.pack(m.leader_id, m.leader_epoch, m.voted_id, m.applied_offset)
     a_current_voters0 = m.current_voters
     if a_current_voters0 is None:
         out.extend((0,))
@@ -127,16 +129,17 @@ def _w_QuorumStateData_v0(m: QuorumStateData, out: bytearray) -> None:
 def _w_QuorumStateData_v1(m: QuorumStateData, out: bytearray) -> None:
     if m.cluster_id != "":
         raise _codec.non_default("clusterId", 1)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
-    out += _P32(m.voted_id)
-    out += _PUUID(
-        m.voted_directory_id.most_significant_bits, m.voted_directory_id.least_significant_bits
-    )
     if m.applied_offset != 0:
         raise _codec.non_default("appliedOffset", 1)
     if m.current_voters:
         raise _codec.non_default("currentVoters", 1)
+    out += _S_QuorumStateData_iiiqq.pack(
+        m.leader_id,
+        m.leader_epoch,
+        m.voted_id,
+        m.voted_directory_id.most_significant_bits,
+        m.voted_directory_id.least_significant_bits,
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -155,10 +158,9 @@ def _r_QuorumStateData_Voter_v0(r: ByteReader) -> QuorumStateData.Voter:
 
 def _r_QuorumStateData_v0(r: ByteReader) -> QuorumStateData:
     f_cluster_id = r.read_compact_string()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
-    f_voted_id = r.read_int32()
-    f_applied_offset = r.read_int64()
+    (f_leader_id, f_leader_epoch, f_voted_id, f_applied_offset) = (
+        _S_QuorumStateData_iiiq.unpack_from(r.buffer, r.take(20))
+    )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[QuorumStateData.Voter] | None
     if n_current_voters0 < 0:
@@ -182,10 +184,14 @@ def _r_QuorumStateData_v0(r: ByteReader) -> QuorumStateData:
 
 
 def _r_QuorumStateData_v1(r: ByteReader) -> QuorumStateData:
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
-    f_voted_id = r.read_int32()
-    f_voted_directory_id = r.read_uuid()
+    (
+        f_leader_id,
+        f_leader_epoch,
+        f_voted_id,
+        f_voted_directory_id_msb,
+        f_voted_directory_id_lsb,
+    ) = _S_QuorumStateData_iiiqq.unpack_from(r.buffer, r.take(28))
+    f_voted_directory_id = Uuid(f_voted_directory_id_msb, f_voted_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()

@@ -98,6 +98,9 @@ class AddRaftVoterRequestData:
         return fn(r)
 
 
+_S_AddRaftVoterRequestData_iiqq = struct.Struct(">iiqq")
+
+
 def _w_AddRaftVoterRequestData_Listener_v0(
     m: AddRaftVoterRequestData.Listener, out: bytearray
 ) -> None:
@@ -111,18 +114,19 @@ def _w_AddRaftVoterRequestData_Listener_v0(
 
 
 def _w_AddRaftVoterRequestData_v0(m: AddRaftVoterRequestData, out: bytearray) -> None:
+    if not m.ack_when_committed:
+        raise _codec.non_default("ackWhenCommitted", 0)
     write_compact_nullable_string(out, m.cluster_id)
-    out += _P32(m.timeout_ms)
-    out += _P32(m.voter_id)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_AddRaftVoterRequestData_iiqq.pack(
+        m.timeout_ms,
+        m.voter_id,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
     write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_AddRaftVoterRequestData_Listener_v0(e_listeners0, out)
-    if not m.ack_when_committed:
-        raise _codec.non_default("ackWhenCommitted", 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -131,10 +135,11 @@ def _w_AddRaftVoterRequestData_v0(m: AddRaftVoterRequestData, out: bytearray) ->
 
 def _w_AddRaftVoterRequestData_v1(m: AddRaftVoterRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
-    out += _P32(m.timeout_ms)
-    out += _P32(m.voter_id)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_AddRaftVoterRequestData_iiqq.pack(
+        m.timeout_ms,
+        m.voter_id,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
     write_unsigned_varint(out, len(a_listeners0) + 1)
@@ -163,9 +168,10 @@ def _r_AddRaftVoterRequestData_Listener_v0(r: ByteReader) -> AddRaftVoterRequest
 
 def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    f_timeout_ms = r.read_int32()
-    f_voter_id = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
+    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
+        _S_AddRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    )
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
     f_listeners: list[AddRaftVoterRequestData.Listener]
     if n_listeners0 < 0:
@@ -189,9 +195,10 @@ def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
 
 def _r_AddRaftVoterRequestData_v1(r: ByteReader) -> AddRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    f_timeout_ms = r.read_int32()
-    f_voter_id = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
+    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
+        _S_AddRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    )
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
     f_listeners: list[AddRaftVoterRequestData.Listener]
     if n_listeners0 < 0:
@@ -263,9 +270,11 @@ class AddRaftVoterResponseData:
         return fn(r)
 
 
+_S_AddRaftVoterResponseData_ih = struct.Struct(">ih")
+
+
 def _w_AddRaftVoterResponseData_v0(m: AddRaftVoterResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    out += _S_AddRaftVoterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(out, m.error_message)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
@@ -274,8 +283,9 @@ def _w_AddRaftVoterResponseData_v0(m: AddRaftVoterResponseData, out: bytearray) 
 
 
 def _r_AddRaftVoterResponseData_v0(r: ByteReader) -> AddRaftVoterResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_AddRaftVoterResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -338,11 +348,15 @@ class RemoveRaftVoterRequestData:
         return fn(r)
 
 
+_S_RemoveRaftVoterRequestData_iqq = struct.Struct(">iqq")
+
+
 def _w_RemoveRaftVoterRequestData_v0(m: RemoveRaftVoterRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
-    out += _P32(m.voter_id)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_RemoveRaftVoterRequestData_iqq.pack(
+        m.voter_id,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
     )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
@@ -352,8 +366,10 @@ def _w_RemoveRaftVoterRequestData_v0(m: RemoveRaftVoterRequestData, out: bytearr
 
 def _r_RemoveRaftVoterRequestData_v0(r: ByteReader) -> RemoveRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    f_voter_id = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
+        _S_RemoveRaftVoterRequestData_iqq.unpack_from(r.buffer, r.take(20))
+    )
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -415,9 +431,11 @@ class RemoveRaftVoterResponseData:
         return fn(r)
 
 
+_S_RemoveRaftVoterResponseData_ih = struct.Struct(">ih")
+
+
 def _w_RemoveRaftVoterResponseData_v0(m: RemoveRaftVoterResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    out += _S_RemoveRaftVoterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(out, m.error_message)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
@@ -426,8 +444,9 @@ def _w_RemoveRaftVoterResponseData_v0(m: RemoveRaftVoterResponseData, out: bytea
 
 
 def _r_RemoveRaftVoterResponseData_v0(r: ByteReader) -> RemoveRaftVoterResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_RemoveRaftVoterResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -514,6 +533,11 @@ class UpdateRaftVoterRequestData:
         return fn(r)
 
 
+_S_UpdateRaftVoterRequestData_hh = struct.Struct(">hh")
+
+_S_UpdateRaftVoterRequestData_iiqq = struct.Struct(">iiqq")
+
+
 def _w_UpdateRaftVoterRequestData_Listener_v0(
     m: UpdateRaftVoterRequestData.Listener, out: bytearray
 ) -> None:
@@ -529,8 +553,7 @@ def _w_UpdateRaftVoterRequestData_Listener_v0(
 def _w_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
     m: UpdateRaftVoterRequestData.KRaftVersionFeature, out: bytearray
 ) -> None:
-    out += _P16(m.min_supported_version)
-    out += _P16(m.max_supported_version)
+    out += _S_UpdateRaftVoterRequestData_hh.pack(m.min_supported_version, m.max_supported_version)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -539,10 +562,11 @@ def _w_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
 
 def _w_UpdateRaftVoterRequestData_v0(m: UpdateRaftVoterRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
-    out += _P32(m.current_leader_epoch)
-    out += _P32(m.voter_id)
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
+    out += _S_UpdateRaftVoterRequestData_iiqq.pack(
+        m.current_leader_epoch,
+        m.voter_id,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
     write_unsigned_varint(out, len(a_listeners0) + 1)
@@ -572,8 +596,9 @@ def _r_UpdateRaftVoterRequestData_Listener_v0(r: ByteReader) -> UpdateRaftVoterR
 def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
     r: ByteReader,
 ) -> UpdateRaftVoterRequestData.KRaftVersionFeature:
-    f_min_supported_version = r.read_int16()
-    f_max_supported_version = r.read_int16()
+    (f_min_supported_version, f_max_supported_version) = (
+        _S_UpdateRaftVoterRequestData_hh.unpack_from(r.buffer, r.take(4))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -588,9 +613,10 @@ def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
 
 def _r_UpdateRaftVoterRequestData_v0(r: ByteReader) -> UpdateRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    f_current_leader_epoch = r.read_int32()
-    f_voter_id = r.read_int32()
-    f_voter_directory_id = r.read_uuid()
+    (f_current_leader_epoch, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
+        _S_UpdateRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    )
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
     f_listeners: list[UpdateRaftVoterRequestData.Listener]
     if n_listeners0 < 0:
@@ -676,14 +702,17 @@ class UpdateRaftVoterResponseData:
         return fn(r)
 
 
+_S_UpdateRaftVoterResponseData_ih = struct.Struct(">ih")
+
+_S_UpdateRaftVoterResponseData_ii = struct.Struct(">ii")
+
 _D_UpdateRaftVoterResponseData_CurrentLeader = UpdateRaftVoterResponseData.CurrentLeader()
 
 
 def _w_UpdateRaftVoterResponseData_CurrentLeader_v0(
     m: UpdateRaftVoterResponseData.CurrentLeader, out: bytearray
 ) -> None:
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
+    out += _S_UpdateRaftVoterResponseData_ii.pack(m.leader_id, m.leader_epoch)
     write_compact_string(out, m.host)
     out += _P32(m.port)
     if m.unknown_tagged_fields:
@@ -693,8 +722,7 @@ def _w_UpdateRaftVoterResponseData_CurrentLeader_v0(
 
 
 def _w_UpdateRaftVoterResponseData_v0(m: UpdateRaftVoterResponseData, out: bytearray) -> None:
-    out += _P32(m.throttle_time_ms)
-    out += _P16(m.error_code)
+    out += _S_UpdateRaftVoterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     tf: list[tuple[int, bytes]] = []
     if m.current_leader != _D_UpdateRaftVoterResponseData_CurrentLeader:
         b = bytearray()
@@ -706,8 +734,9 @@ def _w_UpdateRaftVoterResponseData_v0(m: UpdateRaftVoterResponseData, out: bytea
 def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
     r: ByteReader,
 ) -> UpdateRaftVoterResponseData.CurrentLeader:
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
+    (f_leader_id, f_leader_epoch) = _S_UpdateRaftVoterResponseData_ii.unpack_from(
+        r.buffer, r.take(8)
+    )
     f_host = r.read_compact_string()
     f_port = r.read_int32()
     unk: list[RawTaggedField] = []
@@ -725,8 +754,9 @@ def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
 
 
 def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseData:
-    f_throttle_time_ms = r.read_int32()
-    f_error_code = r.read_int16()
+    (f_throttle_time_ms, f_error_code) = _S_UpdateRaftVoterResponseData_ih.unpack_from(
+        r.buffer, r.take(6)
+    )
     f_current_leader: UpdateRaftVoterResponseData.CurrentLeader = (
         UpdateRaftVoterResponseData.CurrentLeader()
     )

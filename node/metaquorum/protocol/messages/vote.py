@@ -104,14 +104,19 @@ class VoteRequestData:
         return fn(r)
 
 
+_S_VoteRequestData_iiiiq = struct.Struct(">iiiiq")
+
+_S_VoteRequestData_iiiqqqqiq = struct.Struct(">iiiqqqqiq")
+
+_S_VoteRequestData_iiiqqqqiqo = struct.Struct(">iiiqqqqiq?")
+
+
 def _w_VoteRequestData_PartitionData_v0(m: VoteRequestData.PartitionData, out: bytearray) -> None:
-    out += _P32(m.partition_index)
-    out += _P32(m.replica_epoch)
-    out += _P32(m.replica_id)
-    out += _P32(m.last_offset_epoch)
-    out += _P64(m.last_offset)
     if m.pre_vote:
         raise _codec.non_default("preVote", 0)
+    out += _S_VoteRequestData_iiiiq.pack(
+        m.partition_index, m.replica_epoch, m.replica_id, m.last_offset_epoch, m.last_offset
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -143,19 +148,19 @@ def _w_VoteRequestData_v0(m: VoteRequestData, out: bytearray) -> None:
 
 
 def _w_VoteRequestData_PartitionData_v1(m: VoteRequestData.PartitionData, out: bytearray) -> None:
-    out += _P32(m.partition_index)
-    out += _P32(m.replica_epoch)
-    out += _P32(m.replica_id)
-    out += _PUUID(
-        m.replica_directory_id.most_significant_bits, m.replica_directory_id.least_significant_bits
-    )
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
-    )
-    out += _P32(m.last_offset_epoch)
-    out += _P64(m.last_offset)
     if m.pre_vote:
         raise _codec.non_default("preVote", 1)
+    out += _S_VoteRequestData_iiiqqqqiq.pack(
+        m.partition_index,
+        m.replica_epoch,
+        m.replica_id,
+        m.replica_directory_id.most_significant_bits,
+        m.replica_directory_id.least_significant_bits,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
+        m.last_offset_epoch,
+        m.last_offset,
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -188,18 +193,18 @@ def _w_VoteRequestData_v1(m: VoteRequestData, out: bytearray) -> None:
 
 
 def _w_VoteRequestData_PartitionData_v2(m: VoteRequestData.PartitionData, out: bytearray) -> None:
-    out += _P32(m.partition_index)
-    out += _P32(m.replica_epoch)
-    out += _P32(m.replica_id)
-    out += _PUUID(
-        m.replica_directory_id.most_significant_bits, m.replica_directory_id.least_significant_bits
+    out += _S_VoteRequestData_iiiqqqqiqo.pack(
+        m.partition_index,
+        m.replica_epoch,
+        m.replica_id,
+        m.replica_directory_id.most_significant_bits,
+        m.replica_directory_id.least_significant_bits,
+        m.voter_directory_id.most_significant_bits,
+        m.voter_directory_id.least_significant_bits,
+        m.last_offset_epoch,
+        m.last_offset,
+        m.pre_vote,
     )
-    out += _PUUID(
-        m.voter_directory_id.most_significant_bits, m.voter_directory_id.least_significant_bits
-    )
-    out += _P32(m.last_offset_epoch)
-    out += _P64(m.last_offset)
-    out.append(1 if m.pre_vote else 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -232,11 +237,9 @@ def _w_VoteRequestData_v2(m: VoteRequestData, out: bytearray) -> None:
 
 
 def _r_VoteRequestData_PartitionData_v0(r: ByteReader) -> VoteRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_replica_epoch = r.read_int32()
-    f_replica_id = r.read_int32()
-    f_last_offset_epoch = r.read_int32()
-    f_last_offset = r.read_int64()
+    (f_partition_index, f_replica_epoch, f_replica_id, f_last_offset_epoch, f_last_offset) = (
+        _S_VoteRequestData_iiiiq.unpack_from(r.buffer, r.take(24))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -287,13 +290,19 @@ def _r_VoteRequestData_v0(r: ByteReader) -> VoteRequestData:
 
 
 def _r_VoteRequestData_PartitionData_v1(r: ByteReader) -> VoteRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_replica_epoch = r.read_int32()
-    f_replica_id = r.read_int32()
-    f_replica_directory_id = r.read_uuid()
-    f_voter_directory_id = r.read_uuid()
-    f_last_offset_epoch = r.read_int32()
-    f_last_offset = r.read_int64()
+    (
+        f_partition_index,
+        f_replica_epoch,
+        f_replica_id,
+        f_replica_directory_id_msb,
+        f_replica_directory_id_lsb,
+        f_voter_directory_id_msb,
+        f_voter_directory_id_lsb,
+        f_last_offset_epoch,
+        f_last_offset,
+    ) = _S_VoteRequestData_iiiqqqqiq.unpack_from(r.buffer, r.take(56))
+    f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -349,14 +358,20 @@ def _r_VoteRequestData_v1(r: ByteReader) -> VoteRequestData:
 
 
 def _r_VoteRequestData_PartitionData_v2(r: ByteReader) -> VoteRequestData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_replica_epoch = r.read_int32()
-    f_replica_id = r.read_int32()
-    f_replica_directory_id = r.read_uuid()
-    f_voter_directory_id = r.read_uuid()
-    f_last_offset_epoch = r.read_int32()
-    f_last_offset = r.read_int64()
-    f_pre_vote = r.read_bool()
+    (
+        f_partition_index,
+        f_replica_epoch,
+        f_replica_id,
+        f_replica_directory_id_msb,
+        f_replica_directory_id_lsb,
+        f_voter_directory_id_msb,
+        f_voter_directory_id_lsb,
+        f_last_offset_epoch,
+        f_last_offset,
+        f_pre_vote,
+    ) = _S_VoteRequestData_iiiqqqqiqo.unpack_from(r.buffer, r.take(57))
+    f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
+    f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -480,12 +495,13 @@ class VoteResponseData:
         return fn(r)
 
 
+_S_VoteResponseData_ihiio = struct.Struct(">ihii?")
+
+
 def _w_VoteResponseData_PartitionData_v0(m: VoteResponseData.PartitionData, out: bytearray) -> None:
-    out += _P32(m.partition_index)
-    out += _P16(m.error_code)
-    out += _P32(m.leader_id)
-    out += _P32(m.leader_epoch)
-    out.append(1 if m.vote_granted else 0)
+    out += _S_VoteResponseData_ihiio.pack(
+        m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.vote_granted
+    )
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -505,13 +521,13 @@ def _w_VoteResponseData_TopicData_v0(m: VoteResponseData.TopicData, out: bytearr
 
 
 def _w_VoteResponseData_v0(m: VoteResponseData, out: bytearray) -> None:
+    if m.node_endpoints:
+        raise _codec.non_default("nodeEndpoints", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
     write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_VoteResponseData_TopicData_v0(e_topics0, out)
-    if m.node_endpoints:
-        raise _codec.non_default("nodeEndpoints", 0)
     if m.unknown_tagged_fields:
         _codec.write_tagged(out, (), m.unknown_tagged_fields)
     else:
@@ -546,11 +562,9 @@ def _w_VoteResponseData_v1(m: VoteResponseData, out: bytearray) -> None:
 
 
 def _r_VoteResponseData_PartitionData_v0(r: ByteReader) -> VoteResponseData.PartitionData:
-    f_partition_index = r.read_int32()
-    f_error_code = r.read_int16()
-    f_leader_id = r.read_int32()
-    f_leader_epoch = r.read_int32()
-    f_vote_granted = r.read_bool()
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted) = (
+        _S_VoteResponseData_ihiio.unpack_from(r.buffer, r.take(15))
+    )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
