@@ -55,10 +55,11 @@ class ValidOffsetAndEpoch:
 class RaftLog:
     """Entries, LEO, flushed offset and the epoch index of one replica's log."""
 
-    __slots__ = ("_entries", "_epoch_starts", "flushed_offset", "start_offset")
+    __slots__ = ("_entries", "_epoch_starts", "end_offset", "flushed_offset", "start_offset")
 
     def __init__(self, entries: Iterable[LogEntry] = (), *, flushed_offset: int | None = None):
         self.start_offset = 0
+        self.end_offset = 0
         self._entries: list[LogEntry] = []
         self._epoch_starts: list[tuple[int, int]] = []
         self.flushed_offset = 0
@@ -68,10 +69,6 @@ class RaftLog:
             raise ValueError("flushed offset outside the log")
 
     # --- reading ---------------------------------------------------------------------------
-    @property
-    def end_offset(self) -> int:
-        return self.start_offset + len(self._entries)
-
     @property
     def last_fetched_epoch(self) -> int:
         return self._epoch_starts[-1][0] if self._epoch_starts else 0
@@ -138,6 +135,7 @@ class RaftLog:
             if not self._epoch_starts or entry.epoch > last:
                 self._epoch_starts.append((entry.epoch, entry.offset))
             self._entries.append(entry)
+            self.end_offset += 1
 
     def truncate_to(self, offset: int) -> None:
         """Drop every entry at or after `offset` (no-op when `offset >= LEO`)."""
@@ -146,6 +144,7 @@ class RaftLog:
         if offset < self.start_offset:
             raise ValueError(f"truncate to {offset} below log start {self.start_offset}")
         del self._entries[offset - self.start_offset :]
+        self.end_offset = offset
         while self._epoch_starts and self._epoch_starts[-1][1] >= offset:
             self._epoch_starts.pop()
         self.flushed_offset = min(self.flushed_offset, offset)

@@ -46,6 +46,7 @@ class InvariantChecker:
         self.entry_index: dict[tuple[int, int], tuple[bytes, int]] = {}
         self.committed: list[LogEntry] = []
         self.votes: dict[tuple[int, int], int] = {}
+        self.verified: dict[int, int] = {}
         self.event_index = 0
         self.now_ms = 0
 
@@ -72,7 +73,9 @@ class InvariantChecker:
             self.last_hw[nid] = hw
 
     def on_restart(self, nid: int) -> None:
+        """A new incarnation: its HW starts over and its log is checked again from 0."""
         self.last_hw.pop(nid, None)
+        self.verified.pop(nid, None)
 
     def on_append(self, nid: int, disk: MemoryDisk, entries: tuple[LogEntry, ...]) -> None:
         """Called after the disk appended `entries`."""
@@ -108,12 +111,16 @@ class InvariantChecker:
                 )
         committed = self.committed
         upto = min(hw, log.end_offset)
-        for o in range(min(len(committed), upto)):
-            if committed[o] != log.entry(o):
+        start = self.verified.get(nid, 0)
+        entries = log.entries()
+        base = log.start_offset
+        for o in range(start, min(len(committed), upto)):
+            if committed[o] != entries[o - base]:
                 self.fail("committed-stable", f"node {nid} offset {o} differs from committed data")
                 return
         for o in range(len(committed), upto):
-            committed.append(log.entry(o))
+            committed.append(entries[o - base])
+        self.verified[nid] = max(start, upto)
 
     def on_append_committed(self, nid: int, offset: int, value: bytes) -> None:
         if offset >= len(self.committed) or self.committed[offset].value != value:
