@@ -21,14 +21,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import random as _random
+import secrets
 import struct
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from metaquorum.protocol.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
+
+
+class RandomSource(Protocol):
+    """Anything with `getrandbits`, e.g. `random.Random(seed)` (no `random` import here: the
+    sans-IO core imports this module and must not depend on `random`)."""
+
+    def getrandbits(self, k: int, /) -> int: ...
+
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -97,11 +105,13 @@ class Uuid:
         return cls.from_bytes(raw)
 
     @classmethod
-    def random(cls, rng: _random.Random | None = None) -> Uuid:
-        """A random (version 4) Uuid that is never ZERO, ONE or starts with '-' (as Kafka's)."""
-        source = rng if rng is not None else _random.SystemRandom()
+    def random(cls, rng: RandomSource | None = None) -> Uuid:
+        """A random (version 4) Uuid that is never ZERO, ONE or starts with '-' (as Kafka's).
+
+        `rng` (e.g. `random.Random(seed)`) makes it deterministic; default: the OS's CSPRNG.
+        """
         while True:
-            value = source.getrandbits(128)
+            value = rng.getrandbits(128) if rng is not None else secrets.randbits(128)
             value &= ~(0xF << 76)
             value |= 0x4 << 76  # version 4
             value &= ~(0x3 << 62)
