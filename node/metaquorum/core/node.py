@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import begin_quorum_epoch, end_quorum_epoch, fetch, vote
+from metaquorum.core import begin_quorum_epoch, end_quorum_epoch, fetch, leader, vote
 from metaquorum.core import describe_quorum as describe
 from metaquorum.core.batch_accumulator import BatchAccumulator, PendingAppend
 from metaquorum.core.config import QuorumConfig
@@ -315,22 +315,14 @@ class RaftNode:
             return
         self.accumulator.append(PendingAppend(event.append_id, event.values), self.now_ms)
 
+    def append_as_leader(self, entries: list[LogEntry]) -> None:
+        self._append_as_leader(entries)
+
     def _append_as_leader(self, entries: list[LogEntry]) -> None:
         self.log.append(entries)
         self.emit(AppendEntries(tuple(entries)))
         self.emit(FlushLog(self.log.end_offset))
         fetch.complete_purgatory(self)
-
-    def _drain_accumulator(self) -> None:
-        st = self.state
-        assert isinstance(st, LeaderState)
-        for batch in self.accumulator.drain(self.now_ms):
-            entries: list[LogEntry] = []
-            for item in batch:
-                for value in item.values:
-                    entries.append(LogEntry(self.log.end_offset + len(entries), st.epoch, value))
-                self.pending_appends[item.append_id] = self.log.end_offset + len(entries) - 1
-            self._append_as_leader(entries)
 
     def _handle_flushed(self, offset: int) -> None:
         self.log.mark_flushed(offset)
@@ -372,7 +364,7 @@ class RaftNode:
         """Kafka's `pollCurrentState`: act on timers and send what is due; the next deadline."""
         st = self.state
         if isinstance(st, LeaderState):
-            return self._poll_leader(st, now_ms)
+            return leader.poll_leader(self, st, now_ms)
         if isinstance(st, CandidateState):
             return vote.poll_candidate(self, st, now_ms)
         if isinstance(st, ProspectiveState):
@@ -394,42 +386,8 @@ class RaftNode:
             return self.poll(now_ms)
         return min(st.election_deadline_ms, fetch.poll_unattached(self, st, now_ms))
 
-    def _poll_leader(self, st: LeaderState, now_ms: int) -> int:
-        if now_ms >= st.check_quorum_deadline_ms:
-            self.resign()
-            return self.poll(now_ms)
-        if self.accumulator.ready(now_ms):
-            self._drain_accumulator()
-        expiry = self.purgatory.next_expiry_ms()
-        if expiry is not None and expiry <= now_ms:
-            fetch.complete_purgatory(self)
-        deadline = begin_quorum_epoch.poll_leader(self)
-        current = self.state
-        assert isinstance(current, LeaderState)
-        deadline = min(deadline, current.check_quorum_deadline_ms)
-        for d in (self.accumulator.drain_deadline_ms(), self.purgatory.next_expiry_ms()):
-            if d is not None:
-                deadline = min(deadline, d)
-        return deadline
-
     def note_voter_fetch(self, replica_id: int) -> None:
-        """Check-quorum: a majority fetched within the window re-arms the timer (LeaderState)."""
-        st = self.state
-        if not isinstance(st, LeaderState) or replica_id not in self.voters:
-            return
-        if replica_id == self.local_id:
-            return
-        self.fetched_voters.add(replica_id)
-        if len(self.fetched_voters) >= len(self.voters) // 2:
-            self.fetched_voters.clear()
-            deadline = self.now_ms + self.config.check_quorum_timeout_ms
-            self.state = LeaderState(
-                st.epoch,
-                st.epoch_start_offset,
-                st.granting_voters,
-                deadline,
-                st.begin_quorum_epoch_deadline_ms,
-            )
+        leader.update_check_quorum_for_following_voter(self, replica_id)
 
     def local_key(self) -> ReplicaKey:
         return ReplicaKey(self.local_id)

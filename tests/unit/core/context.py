@@ -7,6 +7,7 @@ with requests, responses, flushes and time, and inspect the effects it returns.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,7 @@ class RaftTestContext:
     effects: list[Effect] = field(default_factory=list)
     deadline: int = 0
     _history: list[SendRequest] = field(default_factory=list)
+    watchers: list[Callable[[RaftTestContext], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         log = RaftLog([LogEntry(i, e, b"x%d" % i) for i, e in enumerate(self.epochs)])
@@ -80,6 +82,8 @@ class RaftTestContext:
     def _take(self, step: Step) -> list[Effect]:
         self.effects = step.effects
         self._history.extend(e for e in step.effects if isinstance(e, SendRequest))
+        for watch in self.watchers:
+            watch(self)
         self.deadline = step.next_deadline_ms
         return self.effects
 

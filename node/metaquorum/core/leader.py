@@ -1,0 +1,71 @@
+"""The leader's own duties each poll (Kafka's `pollLeader` and `LeaderState` timers).
+
+Role: check-quorum (resign when a majority has not fetched within 1.5 x fetch.timeout.ms,
+KAFKA-15489), draining the batch accumulator after `append.linger.ms`, expiring parked
+fetches, and re-sending BeginQuorumEpoch; plus `update_check_quorum_for_following_voter`,
+called for every fetch from a voter.
+Invariants: the check-quorum window restarts only when a majority of the *other* voters
+(`len(voters) // 2`) fetched in it; a single-voter quorum never resigns by itself; appended
+batches carry the leader's epoch and consecutive offsets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core import begin_quorum_epoch, fetch
+from metaquorum.core.log import LogEntry
+from metaquorum.core.states import LeaderState
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
+    if now_ms >= st.check_quorum_deadline_ms:
+        node.resign()
+        return node.poll(now_ms)
+    if node.accumulator.ready(now_ms):
+        drain_accumulator(node, st)
+    expiry = node.purgatory.next_expiry_ms()
+    if expiry is not None and expiry <= now_ms:
+        fetch.complete_purgatory(node)
+    deadline = begin_quorum_epoch.poll_leader(node)
+    current = node.state
+    assert isinstance(current, LeaderState)
+    deadline = min(deadline, current.check_quorum_deadline_ms)
+    for d in (node.accumulator.drain_deadline_ms(), node.purgatory.next_expiry_ms()):
+        if d is not None:
+            deadline = min(deadline, d)
+    return deadline
+
+
+def drain_accumulator(node: RaftNode, st: LeaderState) -> None:
+    """Turn lingered appends into log entries of this epoch; remember each append's end."""
+    for batch in node.accumulator.drain(node.now_ms):
+        entries: list[LogEntry] = []
+        base = node.log.end_offset
+        for item in batch:
+            for value in item.values:
+                entries.append(LogEntry(base + len(entries), st.epoch, value))
+            node.pending_appends[item.append_id] = base + len(entries) - 1
+        node.append_as_leader(entries)
+
+
+def update_check_quorum_for_following_voter(node: RaftNode, replica_id: int) -> None:
+    """Kafka's `LeaderState.updateCheckQuorumForFollowingVoter`."""
+    st = node.state
+    if not isinstance(st, LeaderState) or replica_id not in node.voters:
+        return
+    if replica_id == node.local_id:
+        return
+    node.fetched_voters.add(replica_id)
+    if len(node.fetched_voters) >= len(node.voters) // 2:
+        node.fetched_voters.clear()
+        node.state = LeaderState(
+            st.epoch,
+            st.epoch_start_offset,
+            st.granting_voters,
+            node.now_ms + node.config.check_quorum_timeout_ms,
+            st.begin_quorum_epoch_deadline_ms,
+        )
