@@ -94,6 +94,7 @@ class AdminClient:
         self.timeout_s = timeout_s
         self.request_timeout_s = min(5.0, timeout_s)
         self._connections: dict[tuple[str, int], KafkaConnection] = {}
+        self._rotation = 0
 
     def _conn(self, ep: Endpoint) -> KafkaConnection:
         key = (ep.host, ep.port)
@@ -126,8 +127,15 @@ class AdminClient:
         raise AssertionError("unreachable")
 
     async def _describe_cluster_once(self) -> ClusterInfo:
+        """Ask the bootstrap controllers in turn (rotating the start, so one stale or isolated
+        node cannot pin us) and prefer the first answer that names a known leader."""
         last: Exception | None = None
-        for ep in self.bootstrap:
+        fallback: ClusterInfo | None = None
+        n = len(self.bootstrap)
+        start = self._rotation
+        self._rotation = (self._rotation + 1) % n
+        for i in range(n):
+            ep = self.bootstrap[(start + i) % n]
             try:
                 r = await self._request(
                     ep,
@@ -142,7 +150,12 @@ class AdminClient:
             if r.error_code != 0:
                 raise AdminError(f"DescribeCluster: {Errors(r.error_code).name}: {r.error_message}")
             controllers = {b.broker_id: Endpoint(b.host, b.port) for b in r.brokers}
-            return ClusterInfo(r.cluster_id, r.controller_id, controllers)
+            info = ClusterInfo(r.cluster_id, r.controller_id, controllers)
+            if info.controller_id in controllers:
+                return info
+            fallback = fallback or info
+        if fallback is not None:
+            return fallback
         raise RetriableAdminError(f"no bootstrap controller answered: {last}")
 
     async def describe_cluster(self) -> ClusterInfo:

@@ -106,6 +106,7 @@ class LogClient:
                 self._leader = None
                 raise RetriableAdminError("leader moved")
             if p.error_code == Errors.REQUEST_TIMED_OUT:
+                self._leader = None  # maybe an isolated leader that cannot commit
                 raise RetriableAdminError("append timed out (not committed in time)")
             if p.error_code != 0:
                 raise AdminError(f"append failed: {Errors(p.error_code).name}: {p.error_message}")
