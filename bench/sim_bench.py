@@ -23,11 +23,12 @@ from metaquorum.sim.api import run_scenario
 # The CI campaign (tests/sim/test_campaign.py): mix -> share of the seeds.
 CI_MIX = {
     "calm": 100,
-    "partitions": 350,
-    "crashes": 350,
-    "chaos": 400,
+    "partitions": 300,
+    "crashes": 300,
+    "chaos": 350,
     "five-chaos": 300,
-    "observers": 250,
+    "observers": 200,
+    "snapshots": 250,
     "stable-leadership": 150,
     "five-stable-leadership": 100,
 }

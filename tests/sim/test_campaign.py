@@ -21,11 +21,12 @@ pytestmark = pytest.mark.simulation
 # (mix, number of seeds): 2,000 seeds in all; 3 and 5 voters, with and without observers.
 CAMPAIGN = [
     ("calm", 100),
-    ("partitions", 350),
-    ("crashes", 350),
-    ("chaos", 400),
+    ("partitions", 300),
+    ("crashes", 300),
+    ("chaos", 350),
     ("five-chaos", 300),
-    ("observers", 250),
+    ("observers", 200),
+    ("snapshots", 250),
     ("stable-leadership", 150),
     ("five-stable-leadership", 100),
 ]

@@ -38,6 +38,7 @@ class QuorumConfig:
     retry_backoff_ms: int = 20
     fetch_max_wait_ms: int = MAX_FETCH_WAIT_MS
     max_batch_size_bytes: int = MAX_BATCH_SIZE_BYTES
+    snapshot_chunk_bytes: int = MAX_FETCH_SIZE_BYTES
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metaquorum.core.log import LogEntry
+from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
 
 
@@ -51,6 +51,20 @@ class FlushLog:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteSnapshot:
+    """Persist `snapshot` (durably, before later effects), then drop the log below its end."""
+
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class InstallSnapshot:
+    """A follower fetched `snapshot`: persist it durably and restart the log at its end."""
+
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
 class HighWatermarkAdvanced:
     """CommitAdvanced: everything below `high_watermark` is committed."""
 
@@ -82,6 +96,8 @@ Effect = (
     | AppendEntries
     | TruncateLog
     | FlushLog
+    | WriteSnapshot
+    | InstallSnapshot
     | HighWatermarkAdvanced
     | LeaderChanged
     | AppendCommitted

@@ -58,8 +58,25 @@ class ClientAppend:
 
 
 @dataclass(frozen=True, slots=True)
+class CreateSnapshot:
+    """The state machine snapshotted everything below `end_offset` (<= the HW) as `payload`."""
+
+    end_offset: int
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Resign:
     """Graceful shutdown of a leader: resign now and tell the voters (EndQuorumEpoch)."""
 
 
-Event = Poll | RequestReceived | ResponseReceived | RequestFailed | Flushed | ClientAppend | Resign
+Event = (
+    Poll
+    | RequestReceived
+    | ResponseReceived
+    | RequestFailed
+    | Flushed
+    | ClientAppend
+    | CreateSnapshot
+    | Resign
+)

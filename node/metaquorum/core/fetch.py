@@ -5,7 +5,8 @@ KIP-595 §Fetch, KIP-1166 (the follower's HW in the request), Kafka's `handleFet
 Role: replication. The leader validates the request (cluster id, the one metadata partition,
 `MaxWaitMs >= 0`, `FetchOffset >= 0`, `0 <= LastFetchedEpoch <= CurrentLeaderEpoch`, then the
 leader epoch), answers with records, a DivergingEpoch, or parks the fetch; the follower
-truncates on DivergingEpoch, appends, flushes, and only then fetches again.
+truncates on DivergingEpoch, appends, flushes, and only then fetches again; on a SnapshotId
+it switches to FetchSnapshot (`fetch_snapshot.py`) until the snapshot is loaded.
 Invariants:
 - a voter's fetch offset is only counted after the offset/epoch validated against the
   leader's log (log matching), and the follower only sends offsets it has flushed;
@@ -16,8 +17,10 @@ Invariants:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from metaquorum.core import fetch_snapshot
 from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.fetch_purgatory import ParkedFetch
@@ -89,11 +92,16 @@ def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
         others = [v for v in node.voters.sorted_ids() if v != node.local_id]
         target = others[node.rng.randrange(len(others))] if others else target
         deadline = now_ms + node.config.fetch_timeout_ms
-        node.state = FollowerState(
-            st.epoch, st.leader_id, deadline, st.voted_key, st.has_fetched, st.high_watermark
-        )
+        node.state = st = replace(st, fetch_deadline_ms=deadline)
     if may_fetch(node) and node.requests.is_ready(target, now_ms):
-        node.send(target, build_fetch_request(node))
+        if st.fetching_snapshot is not None and target == st.leader_id:
+            snapshot_id, received = st.fetching_snapshot
+            request: object = fetch_snapshot.build_fetch_snapshot_request(
+                node, snapshot_id, len(received)
+            )
+        else:
+            request = build_fetch_request(node)
+        node.send(target, request)
     nd = node.requests.next_deadline_ms(target)
     if nd is not None and nd > now_ms:
         deadline = min(deadline, nd)
@@ -139,8 +147,10 @@ def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
         truncate_on_divergence(
             node, OffsetAndEpoch(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
         )
-    elif p.snapshot_id.epoch >= 0 or p.snapshot_id.end_offset >= 0:
-        pass  # FetchSnapshot is not implemented yet: keep fetching (leaders here never snapshot).
+    elif p.snapshot_id.epoch >= 0 and p.snapshot_id.end_offset >= 0:
+        # The leader wants us to fetch its snapshot first (KIP-630): FetchSnapshot from 0.
+        sid = OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset)
+        st = replace(st, fetching_snapshot=(sid, b""))
     else:
         entries = event.entries
         if entries and entries[0].offset == node.log.end_offset:
@@ -148,21 +158,9 @@ def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
         if p.high_watermark >= 0:
             new_hw = min(p.high_watermark, node.log.end_offset)
             if st.high_watermark is None or new_hw > st.high_watermark:
-                st = FollowerState(
-                    st.epoch,
-                    st.leader_id,
-                    st.fetch_deadline_ms,
-                    st.voted_key,
-                    st.has_fetched,
-                    new_hw,
-                )
-    node.state = FollowerState(
-        st.epoch,
-        st.leader_id,
-        node.now_ms + node.config.fetch_timeout_ms,
-        st.voted_key,
-        True,
-        st.high_watermark,
+                st = replace(st, high_watermark=new_hw)
+    node.state = replace(
+        st, fetch_deadline_ms=node.now_ms + node.config.fetch_timeout_ms, has_fetched=True
     )
 
 
@@ -192,6 +190,8 @@ def build_fetch_response(
     node: RaftNode,
     error: Errors,
     diverging: OffsetAndEpoch | None = None,
+    *,
+    snapshot: OffsetAndEpoch | None = None,
 ) -> FetchResponseData:
     hw = node.high_watermark if error == Errors.NONE else None
     diverging_epoch = FetchResponseData.EpochEndOffset()
@@ -205,6 +205,9 @@ def build_fetch_response(
         high_watermark=-1 if hw is None else hw,
         log_start_offset=node.log.start_offset,
         diverging_epoch=diverging_epoch,
+        snapshot_id=FetchResponseData.SnapshotId()
+        if snapshot is None
+        else FetchResponseData.SnapshotId(end_offset=snapshot.offset, epoch=snapshot.epoch),
         current_leader=FetchResponseData.LeaderIdAndEpoch(
             leader_id=node.leader_id, leader_epoch=node.epoch
         ),
@@ -228,7 +231,9 @@ def try_complete_fetch_request(
     if replica_id in node.voters:
         node.note_voter_fetch(replica_id)
     valid = node.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
-    if valid.kind is not ValidationKind.VALID:
+    if valid.kind is ValidationKind.SNAPSHOT:
+        return build_fetch_response(node, Errors.NONE, snapshot=valid.offset_and_epoch), (), True
+    if valid.kind is ValidationKind.DIVERGING:
         return build_fetch_response(node, Errors.NONE, valid.offset_and_epoch), (), True
     assert node.progress is not None
     entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))

@@ -4,7 +4,7 @@ Role: a state machine registers a `RaftListener`; a `ListenerDispatcher`, fed wi
 effects, calls `handle_commit(batch)` for committed entries in offset order (one `Batch` per
 run of entries with the same epoch and kind), `handle_leader_change(leader)` on every new
 leader or epoch, and `handle_load_snapshot(reader)` when a snapshot replaces the log prefix
-(FetchSnapshot; not produced by the core yet). Appends are `ClientAppend` events; they
+(a follower that fetched the leader's snapshot, KIP-630). Appends are `ClientAppend` events; they
 complete with `AppendCommitted` / `AppendFailed` effects.
 
 Invariants: every committed offset is delivered exactly once, in order, and never before it is
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from metaquorum.core.effects import Effect, HighWatermarkAdvanced, LeaderChanged
-from metaquorum.core.log import EntryKind, LogEntry, RaftLog
+from metaquorum.core.effects import Effect, HighWatermarkAdvanced, InstallSnapshot, LeaderChanged
+from metaquorum.core.log import EntryKind, LogEntry, RaftLog, Snapshot
 from metaquorum.core.states import LeaderState, ResignedState
 
 
@@ -46,19 +46,12 @@ class LeaderAndEpoch:
     epoch: int
 
 
-class SnapshotReader(Protocol):
-    """What `handle_load_snapshot` receives (KIP-630): its id and its batches."""
-
-    @property
-    def snapshot_id(self) -> tuple[int, int]: ...
-
-    def batches(self) -> Iterable[Batch]: ...
-
-
 class RaftListener(Protocol):
     def handle_commit(self, batch: Batch) -> None: ...
 
-    def handle_load_snapshot(self, reader: SnapshotReader) -> None: ...
+    def handle_load_snapshot(self, snapshot: Snapshot) -> None:
+        """Replace the state with `snapshot` (everything below `snapshot.snapshot_id.offset`)."""
+        ...
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
 
@@ -101,6 +94,11 @@ class ListenerDispatcher:
             if isinstance(effect, LeaderChanged):
                 leader = effect.leader_id if effect.leader_id >= 0 else None
                 self._pending_leader = LeaderAndEpoch(leader, effect.epoch)
+            elif isinstance(effect, InstallSnapshot):
+                end = effect.snapshot.snapshot_id.offset
+                if end > self.next_offset:
+                    self.listener.handle_load_snapshot(effect.snapshot)
+                    self.next_offset = end
             elif isinstance(effect, HighWatermarkAdvanced):
                 self._deliver(log, effect.high_watermark)
         self._maybe_fire_leader_change(state)

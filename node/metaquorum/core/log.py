@@ -52,26 +52,54 @@ class ValidOffsetAndEpoch:
     offset_and_epoch: OffsetAndEpoch
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A snapshot (KIP-630): everything below `snapshot_id.offset`, as opaque bytes.
+
+    `snapshot_id` is Kafka's (end offset, epoch of the last contained record).
+    """
+
+    snapshot_id: OffsetAndEpoch
+    payload: bytes
+
+
 class RaftLog:
     """Entries, LEO, flushed offset and the epoch index of one replica's log."""
 
-    __slots__ = ("_entries", "_epoch_starts", "end_offset", "flushed_offset", "start_offset")
+    __slots__ = (
+        "_entries",
+        "_epoch_starts",
+        "end_offset",
+        "flushed_offset",
+        "snapshot",
+        "start_offset",
+    )
 
-    def __init__(self, entries: Iterable[LogEntry] = (), *, flushed_offset: int | None = None):
-        self.start_offset = 0
-        self.end_offset = 0
+    def __init__(
+        self,
+        entries: Iterable[LogEntry] = (),
+        *,
+        flushed_offset: int | None = None,
+        snapshot: Snapshot | None = None,
+    ):
+        self.snapshot = snapshot
+        self.start_offset = 0 if snapshot is None else snapshot.snapshot_id.offset
+        self.end_offset = self.start_offset
         self._entries: list[LogEntry] = []
         self._epoch_starts: list[tuple[int, int]] = []
         self.flushed_offset = 0
         self.append(list(entries))
         self.flushed_offset = self.end_offset if flushed_offset is None else flushed_offset
+        self.flushed_offset = max(self.flushed_offset, self.start_offset)
         if not 0 <= self.flushed_offset <= self.end_offset:
             raise ValueError("flushed offset outside the log")
 
     # --- reading ---------------------------------------------------------------------------
     @property
     def last_fetched_epoch(self) -> int:
-        return self._epoch_starts[-1][0] if self._epoch_starts else 0
+        if self._epoch_starts:
+            return self._epoch_starts[-1][0]
+        return 0 if self.snapshot is None else self.snapshot.snapshot_id.epoch
 
     def end_offset_and_epoch(self) -> OffsetAndEpoch:
         return OffsetAndEpoch(self.last_fetched_epoch, self.end_offset)
@@ -104,10 +132,22 @@ class RaftLog:
             if e <= epoch:
                 end = starts[i + 1][1] if i + 1 < len(starts) else self.end_offset
                 return OffsetAndEpoch(e, end)
+        snap = self.snapshot
+        if snap is not None and snap.snapshot_id.epoch <= epoch:
+            return OffsetAndEpoch(snap.snapshot_id.epoch, snap.snapshot_id.offset)
         return OffsetAndEpoch(0, self.start_offset)
 
     def validate_offset_and_epoch(self, offset: int, epoch: int) -> ValidOffsetAndEpoch:
-        """Does a follower at (offset, last fetched epoch) share our log up to `offset`?"""
+        """Does a follower at (offset, last fetched epoch) share our log up to `offset`?
+
+        SNAPSHOT when `offset` is inside (or at the end of, with another epoch) our snapshot:
+        the follower must fetch the snapshot first (Kafka `validateOffsetAndEpoch`).
+        """
+        snap = self.snapshot
+        if snap is not None:
+            sid = snap.snapshot_id
+            if offset < sid.offset or (offset == sid.offset and epoch != sid.epoch):
+                return ValidOffsetAndEpoch(ValidationKind.SNAPSHOT, sid)
         if offset == self.start_offset and offset == 0:
             return ValidOffsetAndEpoch(ValidationKind.VALID, OffsetAndEpoch(epoch, offset))
         end = self.end_offset_for_epoch(epoch)
@@ -148,6 +188,36 @@ class RaftLog:
         while self._epoch_starts and self._epoch_starts[-1][1] >= offset:
             self._epoch_starts.pop()
         self.flushed_offset = min(self.flushed_offset, offset)
+
+    def create_snapshot(self, end_offset: int, payload: bytes) -> Snapshot:
+        """Snapshot everything below `end_offset` and delete that prefix of the log."""
+        if not self.start_offset < end_offset <= self.end_offset:
+            raise ValueError(f"snapshot end {end_offset} outside ({self.start_offset}, LEO]")
+        snap = Snapshot(OffsetAndEpoch(self.entry(end_offset - 1).epoch, end_offset), payload)
+        self.snapshot = snap
+        self.delete_before(end_offset)
+        return snap
+
+    def delete_before(self, offset: int) -> None:
+        """Drop entries below `offset` (log start moves); the epoch index keeps the epoch that
+        spans `offset`, starting at `offset` (Kafka's `truncateFromStart`)."""
+        if offset <= self.start_offset:
+            return
+        del self._entries[: offset - self.start_offset]
+        self.start_offset = offset
+        kept = [(e, o) for e, o in self._epoch_starts if o >= offset]
+        older = [(e, o) for e, o in self._epoch_starts if o < offset]
+        if older and (not kept or kept[0][1] > offset) and offset < self.end_offset:
+            kept.insert(0, (older[-1][0], offset))
+        self._epoch_starts = kept
+        self.flushed_offset = max(self.flushed_offset, offset)
+
+    def install_snapshot(self, snapshot: Snapshot) -> None:
+        """A follower loads a fetched snapshot: the log restarts empty at its end offset."""
+        self.snapshot = snapshot
+        self._entries.clear()
+        self._epoch_starts.clear()
+        self.start_offset = self.end_offset = self.flushed_offset = snapshot.snapshot_id.offset
 
     def mark_flushed(self, offset: int) -> None:
         """Record that everything below `offset` is durable (capped at LEO, never lowered)."""

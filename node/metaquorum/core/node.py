@@ -16,7 +16,14 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import begin_quorum_epoch, end_quorum_epoch, fetch, leader, vote
+from metaquorum.core import (
+    begin_quorum_epoch,
+    end_quorum_epoch,
+    fetch,
+    fetch_snapshot,
+    leader,
+    vote,
+)
 from metaquorum.core import describe_quorum as describe
 from metaquorum.core.batch_accumulator import BatchAccumulator, PendingAppend
 from metaquorum.core.config import QuorumConfig
@@ -31,9 +38,11 @@ from metaquorum.core.effects import (
     PersistElectionState,
     SendRequest,
     Step,
+    WriteSnapshot,
 )
 from metaquorum.core.events import (
     ClientAppend,
+    CreateSnapshot,
     Event,
     Flushed,
     Poll,
@@ -174,6 +183,8 @@ class RaftNode:
             self._handle_client_append(event)
         elif isinstance(event, RequestFailed):
             self.requests.on_response(event.destination, event.correlation_id, False, now_ms)
+        elif isinstance(event, CreateSnapshot):
+            self._create_snapshot(event)
         elif isinstance(event, Resign):
             if isinstance(self.state, LeaderState):
                 self.resign()
@@ -324,6 +335,15 @@ class RaftNode:
         self.emit(FlushLog(self.log.end_offset))
         fetch.complete_purgatory(self)
 
+    def _create_snapshot(self, event: CreateSnapshot) -> None:
+        """The state machine's snapshot below `end_offset` (committed) replaces that prefix."""
+        hw = self.high_watermark
+        snap = self.log.snapshot
+        done = 0 if snap is None else snap.snapshot_id.offset
+        if hw is None or not done < event.end_offset <= min(hw, self.log.end_offset):
+            return  # not committed (or not newer): refuse silently, as Kafka's createSnapshot
+        self.emit(WriteSnapshot(self.log.create_snapshot(event.end_offset, event.payload)))
+
     def _handle_flushed(self, offset: int) -> None:
         self.log.mark_flushed(offset)
         if isinstance(self.state, LeaderState) and self.progress is not None:
@@ -399,10 +419,12 @@ _REQUEST_HANDLERS = {
     "EndQuorumEpochRequestData": end_quorum_epoch.handle_end_quorum_epoch_request,
     "FetchRequestData": fetch.handle_fetch_request,
     "DescribeQuorumRequestData": describe.handle_describe_quorum_request,
+    "FetchSnapshotRequestData": fetch_snapshot.handle_fetch_snapshot_request,
 }
 _RESPONSE_HANDLERS = {
     "VoteResponseData": vote.handle_vote_response,
     "BeginQuorumEpochResponseData": begin_quorum_epoch.handle_begin_quorum_epoch_response,
     "EndQuorumEpochResponseData": end_quorum_epoch.handle_end_quorum_epoch_response,
     "FetchResponseData": fetch.handle_fetch_response,
+    "FetchSnapshotResponseData": fetch_snapshot.handle_fetch_snapshot_response,
 }

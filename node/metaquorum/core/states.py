@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
 from metaquorum.core.vote_tally import VoteTally
 
 
@@ -142,6 +142,8 @@ class FollowerState:
     voted_key: ReplicaKey | None = None
     has_fetched: bool = False
     high_watermark: int | None = None
+    # FetchSnapshot in progress: the snapshot id and the bytes received so far (KIP-630).
+    fetching_snapshot: tuple[OffsetAndEpoch, bytes] | None = None
     role: Role = field(default=Role.FOLLOWER, init=False)
 
     def election(self, local_id: int) -> ElectionState:

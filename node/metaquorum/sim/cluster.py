@@ -24,15 +24,18 @@ from metaquorum.core.effects import (
     AppendFailed,
     FlushLog,
     HighWatermarkAdvanced,
+    InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     SendResponse,
     Step,
     TruncateLog,
+    WriteSnapshot,
 )
 from metaquorum.core.events import (
     ClientAppend,
+    CreateSnapshot,
     Event,
     Flushed,
     Poll,
@@ -50,7 +53,7 @@ from metaquorum.sim.invariants import InvariantChecker
 from metaquorum.sim.network import Network
 from metaquorum.sim.params import SimParams
 
-POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED = range(8)
+POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED, SNAPSHOT = range(9)
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
@@ -109,7 +112,7 @@ class Simulation:
             voters=self.voter_set,
             config=self.params.config,
             rng=random.Random(self.rng.getrandbits(64)),
-            log=RaftLog(list(disk.entries), flushed_offset=disk.flushed),
+            log=RaftLog(list(disk.entries), flushed_offset=disk.flushed, snapshot=disk.snapshot),
             election=disk.election,
             now_ms=self.now,
             first_correlation_id=inc << 32,
@@ -180,6 +183,20 @@ class Simulation:
                 disk.election = eff.election
             elif isinstance(eff, HighWatermarkAdvanced):
                 checker.on_high_watermark(nid, node, eff.high_watermark, self.disks)
+                every = self.params.snapshot_every
+                snap = node.log.snapshot
+                done = 0 if snap is None else snap.snapshot_id.offset
+                if every and eff.high_watermark - done >= every:
+                    self.push(now, SNAPSHOT, nid, (self.incarnation[nid], eff.high_watermark))
+            elif isinstance(eff, WriteSnapshot | InstallSnapshot):
+                snap = eff.snapshot
+                end = snap.snapshot_id.offset
+                checker.on_snapshot(nid, end, snap.payload, self.snapshot_payload(end))
+                if isinstance(eff, WriteSnapshot):
+                    disk.write_snapshot(snap)
+                else:
+                    disk.install_snapshot(snap)
+                self.record(f"{now} snapshot {nid} {end} {type(eff).__name__}\n")
             elif isinstance(eff, LeaderChanged):
                 if eff.leader_id == nid:
                     self.elections += 1
@@ -206,6 +223,13 @@ class Simulation:
             self.poll_at[nid] = deadline
             self.poll_token[nid] += 1
             self.push(deadline, POLL, nid, (self.incarnation[nid], self.poll_token[nid]))
+
+    def snapshot_payload(self, end: int) -> bytes | None:
+        """The simulated state machine's snapshot: the committed values below `end`."""
+        committed = self.checker.committed
+        if end > len(committed):
+            return None
+        return b"\n".join(b"%d:%d:%s" % (e.offset, e.epoch, e.value) for e in committed[:end])
 
     def _check_vote(self, nid: int, msg: VoteResponseData, disk: MemoryDisk) -> None:
         req = self._vote_request
@@ -238,7 +262,9 @@ class Simulation:
 
                 final_checks(self)
                 break
-            if kind in (POLL, REQUEST, RESPONSE, FLUSH, FAILED) and self.paused_until[nid] > t:
+            if kind in (POLL, REQUEST, RESPONSE, FLUSH, FAILED, SNAPSHOT) and (
+                self.paused_until[nid] > t
+            ):
                 self.seq += 1
                 heapq.heappush(queue, (self.paused_until[nid], self.seq, kind, nid, data))
                 continue
@@ -279,6 +305,13 @@ class Simulation:
                     continue
                 self.record(f"{t} failed {nid} {peer} {cid & 0xFFFFFFFF}\n")
                 self.step(nid, RequestFailed(peer, cid))
+            elif kind == SNAPSHOT:
+                inc, end = data
+                if inc != self.incarnation[nid] or self.nodes[nid] is None:
+                    continue
+                payload = self.snapshot_payload(end)
+                if payload is not None:
+                    self.step(nid, CreateSnapshot(end, payload))
             elif kind == APPEND:
                 self.client_append()
             elif kind == FAULT:

@@ -14,7 +14,8 @@ when one of these breaks:
   and never changes; every acknowledged append is in it at its acknowledged offset;
 - `vote-durable` / `single-vote`: a granted vote is on disk before its reply leaves, and a node
   never grants two candidates in one epoch, crashes included;
-- `ack-durable`: a Fetch (which acknowledges its offset) leaves only when that offset is flushed.
+- `ack-durable`: a Fetch (which acknowledges its offset) leaves only when that offset is flushed;
+- `snapshot-consistent`: a snapshot written or installed holds exactly the committed prefix.
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ class InvariantChecker:
 
     def on_append(self, nid: int, disk: MemoryDisk, entries: tuple[LogEntry, ...]) -> None:
         """Called after the disk appended `entries`."""
-        log = disk.entries
         for e in entries:
-            prev = log[e.offset - 1].epoch if e.offset > 0 else -1
+            prev_epoch = disk.epoch_at(e.offset - 1) if e.offset > 0 else -1
+            prev = -2 if prev_epoch is None else prev_epoch
             key = (e.offset, e.epoch)
             seen = self.entry_index.get(key)
             if seen is None:
@@ -99,19 +100,21 @@ class InvariantChecker:
                 self.fail(
                     "hw-own-epoch", f"leader {nid} HW {hw} <= epoch start {st.epoch_start_offset}"
                 )
-            last = log.entry(hw - 1)
+            last_epoch = log.entry(hw - 1).epoch
             holders = 0
             for v in self.voters:
                 d = disks[v]
-                if d.flushed >= hw and d.entries[hw - 1].epoch == last.epoch:
+                if d.flushed >= hw and d.epoch_at(hw - 1) == last_epoch:
                     holders += 1
+                elif d.snapshot is not None and d.snapshot.snapshot_id.offset >= hw:
+                    holders += 1  # inside a durable snapshot (checked against committed data)
             if holders < self.majority:
                 self.fail(
                     "hw-majority-flushed", f"leader {nid} HW {hw} flushed on {holders} voters"
                 )
         committed = self.committed
         upto = min(hw, log.end_offset)
-        start = self.verified.get(nid, 0)
+        start = max(self.verified.get(nid, 0), log.start_offset)
         entries = log.entries()
         base = log.start_offset
         for o in range(start, min(len(committed), upto)):
@@ -121,6 +124,14 @@ class InvariantChecker:
         for o in range(len(committed), upto):
             committed.append(entries[o - base])
         self.verified[nid] = max(start, upto)
+
+    def on_snapshot(self, nid: int, offset: int, payload: bytes, expected: bytes | None) -> None:
+        """A snapshot below `offset` must hold exactly the committed data below it."""
+        if expected is None or payload != expected:
+            self.fail(
+                "snapshot-consistent",
+                f"node {nid} snapshot at {offset} is not the committed prefix",
+            )
 
     def on_append_committed(self, nid: int, offset: int, value: bytes) -> None:
         if offset >= len(self.committed) or self.committed[offset].value != value:

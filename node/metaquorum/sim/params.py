@@ -46,6 +46,7 @@ class SimParams:
     fault_end_ms: int = 8000
     workload_tail_ms: int = 9000
     liveness_bound_ms: int = 15000
+    snapshot_every: int = 0  # snapshot when this many committed entries follow the last one
     trace: bool = False
 
     @property
@@ -79,6 +80,13 @@ MIXES: dict[str, SimParams] = {
     ),
     "observers": SimParams(
         observers=2, mix=FaultMix(isolate=1, crash=2), link=NOISY, flush_max_ms=10
+    ),
+    "snapshots": SimParams(
+        mix=FaultMix(isolate=2, crash=2, interval_ms=1200),
+        link=NOISY,
+        flush_max_ms=10,
+        snapshot_every=15,
+        config=QuorumConfig(snapshot_chunk_bytes=64),
     ),
     "stable-leadership": SimParams(
         mix=FaultMix(stable_leadership=True), append_interval_ms=0, fault_end_ms=14000

@@ -1,0 +1,174 @@
+"""FetchSnapshot RPC (KIP-630 §FetchSnapshot; v1 per KIP-853).
+
+Role: a follower whose fetch offset lies inside the leader's snapshot (the leader answered a
+Fetch with a SnapshotId) downloads that snapshot in chunks by byte position, then loads it
+(`InstallSnapshot`: the log restarts empty at the snapshot's end offset) and resumes Fetch.
+The leader serves chunks of at most `MaxBytes` from `Position`.
+Invariants: chunks are appended only at the exact position already received (duplicates and
+stale chunks are ignored); the snapshot is installed only when `Size` bytes arrived; the
+leader answers SNAPSHOT_NOT_FOUND for any id but its current snapshot and
+POSITION_OUT_OF_RANGE outside [0, size); an installed snapshot is committed data, so the
+follower's HW becomes at least its end offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import InstallSnapshot, SendResponse
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.ids import OffsetAndEpoch
+from metaquorum.core.log import Snapshot
+from metaquorum.core.rpc_common import (
+    PARTITION,
+    TOPIC_NAME,
+    has_valid_cluster_id,
+    maybe_handle_common_response,
+    to_error,
+    validate_leader_only_request,
+)
+from metaquorum.core.states import FollowerState
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import FetchSnapshotRequestData, FetchSnapshotResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+SNAPSHOT_CHUNK_BYTES = 8 * 1024 * 1024  # Kafka sends MAX_FETCH_SIZE_BYTES
+
+
+def build_fetch_snapshot_request(
+    node: RaftNode, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int | None = None
+) -> FetchSnapshotRequestData:
+    partition = FetchSnapshotRequestData.PartitionSnapshot(
+        partition=PARTITION,
+        current_leader_epoch=node.epoch,
+        snapshot_id=FetchSnapshotRequestData.SnapshotId(
+            end_offset=snapshot_id.offset, epoch=snapshot_id.epoch
+        ),
+        position=position,
+    )
+    return FetchSnapshotRequestData(
+        cluster_id=node.cluster_id,
+        replica_id=node.local_id,
+        max_bytes=node.config.snapshot_chunk_bytes if max_bytes is None else max_bytes,
+        topics=[FetchSnapshotRequestData.TopicSnapshot(name=TOPIC_NAME, partitions=[partition])],
+    )
+
+
+def build_fetch_snapshot_response(
+    node: RaftNode,
+    error: Errors,
+    snapshot_id: OffsetAndEpoch | None = None,
+    *,
+    size: int = 0,
+    position: int = 0,
+    chunk: bytes | None = None,
+) -> FetchSnapshotResponseData:
+    sid = FetchSnapshotResponseData.SnapshotId()
+    if snapshot_id is not None:
+        sid = FetchSnapshotResponseData.SnapshotId(
+            end_offset=snapshot_id.offset, epoch=snapshot_id.epoch
+        )
+    partition = FetchSnapshotResponseData.PartitionSnapshot(
+        index=PARTITION,
+        error_code=int(error),
+        snapshot_id=sid,
+        current_leader=FetchSnapshotResponseData.LeaderIdAndEpoch(
+            leader_id=node.leader_id, leader_epoch=node.epoch
+        ),
+        size=size,
+        position=position,
+        unaligned_records=chunk,
+    )
+    return FetchSnapshotResponseData(
+        topics=[FetchSnapshotResponseData.TopicSnapshot(name=TOPIC_NAME, partitions=[partition])]
+    )
+
+
+def handle_fetch_snapshot_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, FetchSnapshotRequestData)
+
+    def respond(message: FetchSnapshotResponseData) -> None:
+        node.emit(SendResponse(event.source, event.correlation_id, message))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(FetchSnapshotResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
+        return
+    if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
+        respond(FetchSnapshotResponseData(error_code=int(Errors.INVALID_REQUEST)))
+        return
+    topic = request.topics[0]
+    p = topic.partitions[0]
+    if topic.name != TOPIC_NAME or p.partition != PARTITION:
+        respond(build_fetch_snapshot_response(node, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+        return
+    error = validate_leader_only_request(node, p.current_leader_epoch)
+    if error != Errors.NONE:
+        respond(build_fetch_snapshot_response(node, error))
+        return
+    wanted = OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset)
+    snap = node.log.snapshot
+    if snap is None or snap.snapshot_id != wanted:
+        respond(build_fetch_snapshot_response(node, Errors.SNAPSHOT_NOT_FOUND, wanted))
+        return
+    size = len(snap.payload)
+    if p.position < 0 or p.position >= size:
+        respond(build_fetch_snapshot_response(node, Errors.POSITION_OUT_OF_RANGE, wanted))
+        return
+    chunk = snap.payload[p.position : p.position + max(0, request.max_bytes)]
+    node.note_voter_fetch(request.replica_id)
+    respond(
+        build_fetch_snapshot_response(
+            node, Errors.NONE, wanted, size=size, position=p.position, chunk=chunk
+        )
+    )
+
+
+def handle_fetch_snapshot_response(node: RaftNode, event: ResponseReceived) -> None:
+    response = event.message
+    assert isinstance(response, FetchSnapshotResponseData)
+    if response.error_code != 0 or len(response.topics) != 1:
+        node.requests.back_off(event.source, node.now_ms)
+        return
+    partitions = response.topics[0].partitions
+    if len(partitions) != 1:
+        return
+    p = partitions[0]
+    error = to_error(p.error_code)
+    leader = p.current_leader
+    if maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch):
+        return
+    st = node.state
+    if not isinstance(st, FollowerState) or event.source != st.leader_id:
+        return
+    if st.fetching_snapshot is None:
+        return
+    sid, received = st.fetching_snapshot
+    if error != Errors.NONE:
+        # The leader moved on (a newer snapshot) or we asked for nonsense: start over by Fetch.
+        node.requests.back_off(event.source, node.now_ms)
+        node.state = replace(st, fetching_snapshot=None)
+        return
+    if OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset) != sid:
+        return
+    if p.position != len(received):
+        return  # a stale or duplicated chunk
+    received += p.unaligned_records or b""
+    deadline = node.now_ms + node.config.fetch_timeout_ms
+    if len(received) < p.size:
+        node.state = replace(st, fetching_snapshot=(sid, received), fetch_deadline_ms=deadline)
+        return
+    snapshot = Snapshot(sid, received)
+    node.log.install_snapshot(snapshot)
+    node.emit(InstallSnapshot(snapshot))
+    hw = st.high_watermark
+    node.state = replace(
+        st,
+        fetching_snapshot=None,
+        fetch_deadline_ms=deadline,
+        has_fetched=True,
+        high_watermark=sid.offset if hw is None else max(hw, sid.offset),
+    )
