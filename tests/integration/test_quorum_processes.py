@@ -54,6 +54,20 @@ def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
             10,
             "HW >= 1 everywhere",
         )
+        # HTTP: /healthz, /readyz (leader known, caught up) and Kafka's raft-metrics names.
+        import urllib.request
+
+        for node in q.nodes.values():
+            base = f"http://127.0.0.1:{node.http_port}"
+            for path in ("/healthz", "/readyz"):
+                with urllib.request.urlopen(base + path, timeout=5) as r:
+                    assert r.status == 200
+            with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+                metrics = r.read().decode()
+            assert f"kafka_server_raft_metrics_current_leader {float(leader)}" in metrics
+            assert f"kafka_server_raft_metrics_current_epoch {float(epoch)}" in metrics
+            role = "leader" if node.node_id == leader else "follower"
+            assert f'kafka_server_raft_metrics_current_state{{state="{role}"}} 1.0' in metrics
     assert all(n.process is not None and n.process.returncode == 0 for n in q.nodes.values())
 
 
