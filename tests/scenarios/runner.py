@@ -11,7 +11,7 @@ Run by `tests/scenarios/test_scenarios.py`; regenerate the expected parts with
 `python -m tests.scenarios.runner --rewrite` (or METAQUORUM_REWRITE=1 pytest ...), then read
 the diff: the transcripts are reviewed against Kafka's rules, not trusted blindly.
 Commands: node, timeout, advance, vote, vote-response, fetch, fetch-response, begin-epoch,
-end-epoch, flush, append, describe.
+end-epoch, flush, append, describe, snapshot, fetch-snapshot.
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ from metaquorum.core.effects import (
     Effect,
     FlushLog,
     HighWatermarkAdvanced,
+    InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     SendResponse,
     TruncateLog,
+    WriteSnapshot,
 )
-from metaquorum.core.events import RequestReceived
+from metaquorum.core.events import CreateSnapshot, RequestReceived
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.states import (
     CandidateState,
@@ -53,6 +55,8 @@ from metaquorum.protocol.messages import (
     EndQuorumEpochResponseData,
     FetchRequestData,
     FetchResponseData,
+    FetchSnapshotRequestData,
+    FetchSnapshotResponseData,
     VoteRequestData,
     VoteResponseData,
 )
@@ -69,6 +73,7 @@ from tests.unit.core.context import (
 )
 
 HERE = Path(__file__).parent
+TOPIC = "__cluster_metadata"
 
 
 def _args(words: list[str]) -> dict[str, str]:
@@ -119,6 +124,8 @@ def render_message(msg: object) -> str:
         )
         if p.diverging_epoch.epoch >= 0:
             text += f" diverging={p.diverging_epoch.epoch}:{p.diverging_epoch.end_offset}"
+        if p.snapshot_id.epoch >= 0:
+            text += f" snapshot={p.snapshot_id.end_offset}:{p.snapshot_id.epoch}"
         return text
     if isinstance(msg, BeginQuorumEpochRequestData):
         p = msg.topics[0].partitions[0]
@@ -133,6 +140,22 @@ def render_message(msg: object) -> str:
             return f"{name} error={_error(msg.error_code)}"
         p = msg.topics[0].partitions[0]
         return f"{name} error={_error(p.error_code)} leader={p.leader_id} epoch={p.leader_epoch}"
+    if isinstance(msg, FetchSnapshotRequestData):
+        p = msg.topics[0].partitions[0]
+        return (
+            f"FetchSnapshot epoch={p.current_leader_epoch} snapshot={p.snapshot_id.end_offset}:"
+            f"{p.snapshot_id.epoch} position={p.position} max={msg.max_bytes}"
+        )
+    if isinstance(msg, FetchSnapshotResponseData):
+        if not msg.topics:
+            return f"FetchSnapshotResponse error={_error(msg.error_code)}"
+        p = msg.topics[0].partitions[0]
+        chunk = (p.unaligned_records or b"").decode(errors="replace")
+        return (
+            f"FetchSnapshotResponse error={_error(p.error_code)} snapshot="
+            f"{p.snapshot_id.end_offset}:{p.snapshot_id.epoch} size={p.size} "
+            f"position={p.position} chunk={chunk!r}"
+        )
     if isinstance(msg, DescribeQuorumResponseData):
         p = msg.topics[0].partitions[0]
         if p.error_code:
@@ -169,6 +192,10 @@ def render_effect(e: Effect) -> str:
         )
     if isinstance(e, TruncateLog):
         return f"truncate to={e.offset}"
+    if isinstance(e, WriteSnapshot | InstallSnapshot):
+        sid = e.snapshot.snapshot_id
+        verb = "write-snapshot" if isinstance(e, WriteSnapshot) else "install-snapshot"
+        return f"{verb} end={sid.offset} epoch={sid.epoch} bytes={len(e.snapshot.payload)}"
     if isinstance(e, FlushLog):
         return f"flush upto={e.offset}"
     if isinstance(e, HighWatermarkAdvanced):
@@ -288,6 +315,25 @@ class Script:
             return ctx.handle(RequestReceived(src, self.cid, begin_epoch(src, int(a["epoch"]))))
         if name == "end-epoch":
             msg = end_epoch(src, int(a["epoch"]), _ints(a.get("successors", "")))
+            return ctx.handle(RequestReceived(src, self.cid, msg))
+        if name == "snapshot":
+            payload = a.get("payload", "state").encode()
+            return ctx.handle(CreateSnapshot(int(a["end"]), payload))
+        if name == "fetch-snapshot":
+            sp = FetchSnapshotRequestData.PartitionSnapshot(
+                partition=0,
+                current_leader_epoch=int(a["epoch"]),
+                snapshot_id=FetchSnapshotRequestData.SnapshotId(
+                    end_offset=int(a["end"]), epoch=int(a["snapshot-epoch"])
+                ),
+                position=int(a.get("position", 0)),
+            )
+            msg = FetchSnapshotRequestData(
+                cluster_id="test-cluster-id-000000",
+                replica_id=src,
+                max_bytes=int(a.get("max", 1024)),
+                topics=[FetchSnapshotRequestData.TopicSnapshot(name=TOPIC, partitions=[sp])],
+            )
             return ctx.handle(RequestReceived(src, self.cid, msg))
         if name == "describe":
             req = DescribeQuorumRequestData(
