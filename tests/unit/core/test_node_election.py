@@ -285,3 +285,32 @@ def test_durable_transitions_persist_before_any_other_effect() -> None:
 def test_config_drives_the_timers() -> None:
     ctx = RaftTestContext(1, [1, 2, 3], config=QuorumConfig(election_timeout_ms=200))
     assert 200 <= ctx.deadline < 400
+
+
+def test_graceful_resign_and_end_quorum_epoch_acknowledgements() -> None:
+    from metaquorum.core.events import Resign
+    from metaquorum.protocol.messages import EndQuorumEpochResponseData
+
+    ctx = RaftTestContext(1, [1, 2, 3])
+    ctx.become_leader()
+    ctx.handle(Resign())
+    st = ctx.node.state
+    assert isinstance(st, ResignedState) and st.unacked_voters == frozenset({2, 3})
+    assert sorted(s.destination for s in ctx.sent(EndQuorumEpochRequestData)) == [2, 3]
+    ack = EndQuorumEpochResponseData(
+        topics=[
+            EndQuorumEpochResponseData.TopicData(
+                topic_name="__cluster_metadata",
+                partitions=[
+                    EndQuorumEpochResponseData.PartitionData(
+                        partition_index=0, error_code=0, leader_id=1, leader_epoch=1
+                    )
+                ],
+            )
+        ]
+    )
+    ctx.respond(2, ack)
+    st = ctx.node.state
+    assert isinstance(st, ResignedState) and st.unacked_voters == frozenset({3})
+    ctx.request(2, vote_request(1, 2, pre_vote=True))
+    assert not granted(ctx)  # a resigned leader grants nothing in its epoch
