@@ -26,6 +26,8 @@ ENV_PREFIX = "METAQUORUM_"
 # Our own (non-Kafka) keys: the HTTP listener of /metrics, /healthz, /readyz, /status.
 HTTP_LISTENER = "metaquorum.http.listener"
 MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
+SNAPSHOT_BYTES = "metadata.log.max.record.bytes.between.snapshots"  # Kafka's, default 20 MiB
+DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
 
@@ -54,6 +56,7 @@ class NodeConfig:
     quorum: QuorumConfig
     http_listener: Endpoint | None
     max_frame_bytes: int
+    snapshot_bytes: int
     props: dict[str, str]
 
     @property
@@ -189,5 +192,6 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         quorum=quorum,
         http_listener=parse_endpoint(http_raw, HTTP_LISTENER) if http_raw else None,
         max_frame_bytes=_int(props, MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, minimum=1024),
+        snapshot_bytes=_int(props, SNAPSHOT_BYTES, DEFAULT_SNAPSHOT_BYTES, minimum=1),
         props=props,
     )

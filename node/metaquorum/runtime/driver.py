@@ -11,7 +11,10 @@ Invariants (durability barriers):
   back only with the offset storage made durable, so nothing the core sends acknowledges an
   unflushed offset;
 - a follower stores the leader's batches byte for byte (the bytes received for those entries);
-- a response to an inbound request completes the future of exactly that request.
+- a response to an inbound request completes the future of exactly that request;
+- `WriteSnapshot` / `InstallSnapshot` are written (fsync, rename) before any later effect, then
+  the storage log start moves (old segments deleted) or, after a download, the log restarts at
+  the snapshot; the key-value state machine is fed by the core's `ListenerDispatcher`.
 """
 
 from __future__ import annotations
@@ -32,15 +35,18 @@ from metaquorum.core.effects import (
     AppendFailed,
     FlushLog,
     HighWatermarkAdvanced,
+    InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     SendResponse,
     Step,
     TruncateLog,
+    WriteSnapshot,
 )
 from metaquorum.core.events import (
     ClientAppend,
+    CreateSnapshot,
     Event,
     Flushed,
     Poll,
@@ -49,7 +55,8 @@ from metaquorum.core.events import (
     Resign,
     ResponseReceived,
 )
-from metaquorum.core.log import LogEntry, RaftLog
+from metaquorum.core.listener import ListenerDispatcher
+from metaquorum.core.log import LogEntry, RaftLog, Snapshot
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_set import VoterSet
@@ -57,7 +64,13 @@ from metaquorum.protocol.messages import EndQuorumEpochRequestData, FetchRequest
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.runtime.records_bridge import batches_for_entries, entries_from_records
-from metaquorum.runtime.storage_io import StorageIO, election_from_file, election_to_file
+from metaquorum.runtime.state_machine import KeyValueStateMachine
+from metaquorum.runtime.storage_io import (
+    StorageIO,
+    election_from_file,
+    election_to_file,
+    write_snapshot,
+)
 from metaquorum.storage.replica import ReplicaStorage
 
 log = logging.getLogger("metaquorum.driver")
@@ -78,7 +91,11 @@ class DriverStats:
 
 class Driver:
     def __init__(
-        self, config: NodeConfig, storage: ReplicaStorage, entries: list[LogEntry]
+        self,
+        config: NodeConfig,
+        storage: ReplicaStorage,
+        entries: list[LogEntry],
+        snapshot: Snapshot | None = None,
     ) -> None:
         self.config = config
         self.cluster_id = storage.meta.cluster_id or ""
@@ -91,11 +108,17 @@ class Driver:
             voters=VoterSet.of(config.voters),
             config=config.quorum,
             rng=random.Random(),
-            log=RaftLog(entries),
+            log=RaftLog(entries, snapshot=snapshot),
             election=election_from_file(storage.read_election_state()),
             now_ms=start,
         )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
+        self.state_machine = KeyValueStateMachine()
+        self.listener = ListenerDispatcher(self.state_machine, config.node_id)
+        if snapshot is not None:
+            self.state_machine.handle_load_snapshot(snapshot)
+            self.listener.next_offset = snapshot.snapshot_id.offset
+        self.snapshots_written = 0
         self._inbound: dict[int, asyncio.Future[tuple[Any, tuple[LogEntry, ...]]]] = {}
         self._next_inbound = 1 << 40
         self._appends: dict[int, asyncio.Future[int]] = {}
@@ -165,6 +188,8 @@ class Driver:
             step = self.node.start(now_ms())
             while True:
                 await self._perform(step)
+                self.listener.on_step(step.effects, self.node.log, self.node.state)
+                self._maybe_snapshot()
                 if self._stopping and self.events.empty():
                     return
                 timeout = max(0.0, (step.next_deadline_ms - now_ms()) / 1000)
@@ -205,6 +230,11 @@ class Driver:
                 self.io.submit(partial(storage.log.truncate_to, eff.offset))
             elif isinstance(eff, FlushLog):
                 self.io.request_flush(eff.offset)
+            elif isinstance(eff, WriteSnapshot | InstallSnapshot):
+                install = isinstance(eff, InstallSnapshot)
+                await self.io.call(partial(write_snapshot, storage, eff.snapshot, install))
+                self.snapshots_written += 1
+                self._received.clear()
             elif isinstance(eff, HighWatermarkAdvanced):
                 for listener in self.hw_listeners:
                     listener(eff.high_watermark)
@@ -223,6 +253,20 @@ class Driver:
                 afut = self._appends.get(eff.append_id)
                 if afut is not None and not afut.done():
                     afut.set_exception(NotLeaderError(eff.reason, self.node.leader_id))
+
+    def _maybe_snapshot(self) -> None:
+        """Every `metadata.log.max.record.bytes.between.snapshots` applied bytes, snapshot the
+        state machine below its applied offset (the core refuses it if not committed)."""
+        sm = self.state_machine
+        if sm.bytes_since_snapshot < self.config.snapshot_bytes:
+            return
+        end = sm.applied_offset
+        log = self.node.log
+        if not log.start_offset < end <= log.end_offset:
+            return
+        sm.snapshot_written()
+        payload = sm.snapshot_payload(log.entry(end - 1).epoch, now_ms())
+        self.post(CreateSnapshot(end, payload))
 
     def _append(self, entries: tuple[LogEntry, ...]) -> None:
         if not entries:

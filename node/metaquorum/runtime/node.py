@@ -3,7 +3,7 @@
 Role: open this node's formatted `metadata.log.dir`, load the log into the core, start the
 driver and the Kafka-framed listener, and route each inbound request: ApiVersions and
 DescribeCluster are answered here; Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
-DescribeQuorum go through the core; Produce and a consumer's Fetch go to `ClientApi`.
+DescribeQuorum, FetchSnapshot go through the core; Produce and a consumer's Fetch go to `ClientApi`.
 SIGTERM/SIGINT: a leader resigns (EndQuorumEpoch) first.
 
 Invariants: a Fetch response carries the leader's stored batches for exactly the entries the
@@ -35,7 +35,7 @@ from metaquorum.runtime.driver import Driver
 from metaquorum.runtime.produce import PRODUCE_API_KEY
 from metaquorum.runtime.records_bridge import batches_for_entries, clip_batches
 from metaquorum.runtime.server import KafkaServer
-from metaquorum.runtime.storage_io import load_entries
+from metaquorum.runtime.storage_io import load_entries, load_latest_snapshot
 from metaquorum.runtime.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.storage.log import LogConfig
 from metaquorum.storage.replica import open_replica_storage
@@ -49,6 +49,7 @@ CORE_APIS = frozenset(
         ApiKeys.END_QUORUM_EPOCH,
         ApiKeys.FETCH,
         ApiKeys.DESCRIBE_QUORUM,
+        ApiKeys.FETCH_SNAPSHOT,
     }
 )
 MAX_FETCH_BYTES = 8 * 1024 * 1024
@@ -66,7 +67,8 @@ class NodeRuntime:
         recovery = storage.log.recovery
         if recovery.reasons:
             log.warning("log recovery: %s", "; ".join(recovery.reasons))
-        self.driver = Driver(config, storage, load_entries(storage))
+        snapshot = load_latest_snapshot(storage)
+        self.driver = Driver(config, storage, load_entries(storage), snapshot)
         ep = config.listen
         self.server = KafkaServer(
             ep.host, ep.port, self.handle, max_frame_bytes=config.max_frame_bytes

@@ -58,6 +58,16 @@ def node_status(driver: Driver) -> dict[str, Any]:
         "appended_records": driver.stats.appends,
         "committed_appends": driver.stats.committed,
         "fsyncs": driver.io.fsyncs,
+        "log_start_offset": node.log.start_offset,
+        "snapshot_id": None
+        if node.log.snapshot is None
+        else [node.log.snapshot.snapshot_id.offset, node.log.snapshot.snapshot_id.epoch],
+        "snapshots_written": driver.snapshots_written,
+        "state_machine": {
+            "applied_offset": driver.state_machine.applied_offset,
+            "keys": len(driver.state_machine.data),
+            "digest": driver.state_machine.digest(),
+        },
     }
     progress = node.progress
     if isinstance(node.state, LeaderState) and progress is not None:

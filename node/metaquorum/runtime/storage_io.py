@@ -19,13 +19,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from metaquorum.core.ids import ReplicaKey
-from metaquorum.core.log import LogEntry
+from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
+from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
 from metaquorum.protocol.types import Uuid
 from metaquorum.runtime.records_bridge import entries_from_records
 from metaquorum.storage.quorum_state import QuorumStateFile
 from metaquorum.storage.replica import ReplicaStorage
+from metaquorum.storage.snapshots import OffsetAndEpoch as StorageSnapshotId
 
 T = TypeVar("T")
 log = logging.getLogger("metaquorum.storage_io")
@@ -68,6 +69,37 @@ def load_entries(storage: ReplicaStorage) -> list[LogEntry]:
         out.extend(entries)
         offset = entries[-1].offset + 1
     return out
+
+
+def write_snapshot(storage: ReplicaStorage, snapshot: Snapshot, install: bool) -> None:
+    """Persist a snapshot (KIP-630) as `<offset>-<epoch>.checkpoint`, then move the log start
+    past it (own snapshot) or restart the log at it (a follower's download)."""
+    sid = StorageSnapshotId(snapshot.snapshot_id.offset, snapshot.snapshot_id.epoch)
+    log_ = storage.log
+    if sid not in log_.snapshots:
+        writer = storage.raw_snapshot_writer(sid)
+        writer.append(snapshot.payload)
+        writer.freeze()
+        log_.snapshot_frozen(sid)
+    if not (install and log_.truncate_to_latest_snapshot()):
+        log_.delete_before_snapshot(sid)
+
+
+def load_latest_snapshot(storage: ReplicaStorage) -> Snapshot | None:
+    """The newest snapshot with an end offset > 0 (not the bootstrap 0-0), whole in memory."""
+    sid = storage.log.latest_snapshot_id()
+    if sid is None or sid.offset == 0:
+        return None
+    reader = storage.snapshot_reader(sid)
+    try:
+        chunks = []
+        pos = 0
+        while chunk := reader.read(pos, READ_CHUNK):
+            chunks.append(chunk)
+            pos += len(chunk)
+    finally:
+        reader.close()
+    return Snapshot(OffsetAndEpoch(sid.epoch, sid.offset), b"".join(chunks))
 
 
 class StorageIO:
