@@ -4,10 +4,14 @@ DumpLogSegments reads the segments our running nodes wrote."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 import pytest
+from metaquorum.admin.log_client import LogClient
+from metaquorum.runtime.config import Endpoint
+from metaquorum.runtime.local_quorum import LocalQuorum
 
 from tests.conformance.conftest import run_kafka_class
 from tests.integration.quorum_fixture import our_cli, running_quorum
@@ -36,11 +40,22 @@ def _replication_rows(text: str) -> list[list[str]]:
     return [[r[0], r[1], r[2], r[3], r[6]] for r in rows]
 
 
+async def _append(q: LocalQuorum, n: int) -> None:
+    c = LogClient([Endpoint("127.0.0.1", x.port) for x in q.nodes.values()])
+    try:
+        for i in range(n):
+            await c.append([b"key%d=value%d" % (i % 10, i)])
+    finally:
+        await c.close()
+
+
 def test_kafka_metadata_quorum_tool_describes_our_quorum(
     tmp_path: Path, kafka_classpath: str
 ) -> None:
-    with running_quorum(tmp_path) as q:
+    extra = {"metadata.log.max.record.bytes.between.snapshots": "1500"}
+    with running_quorum(tmp_path, extra=extra) as q:
         leader, epoch = q.wait_for_leader(30)
+        asyncio.run(_append(q, 200))  # data batches, and a snapshot on every node
         time.sleep(1.0)  # let every follower fetch once more (LEO and HW settle)
         boot = q.nodes[1 if leader != 1 else 2].address  # bootstrap through a follower
         kafka_status = run_kafka_class(
@@ -56,7 +71,7 @@ def test_kafka_metadata_quorum_tool_describes_our_quorum(
         assert k["ClusterId:"] == q.cluster_id
         assert k["LeaderId:"] == str(leader)
         assert k["LeaderEpoch:"] == str(epoch)
-        assert int(k["HighWatermark:"]) >= 1  # the leader's LeaderChange record committed
+        assert int(k["HighWatermark:"]) >= 201  # LeaderChange + 200 appended records
         for nid in q.voter_ids:
             assert (
                 f'"id": {nid}, "endpoints": ["CONTROLLER://{q.nodes[nid].address}"]'
@@ -75,14 +90,19 @@ def test_kafka_metadata_quorum_tool_describes_our_quorum(
         statuses = [r[-1] for r in _replication_rows(kafka_rep.stdout)[1:]]
         assert statuses == ["Leader", "Follower", "Follower"]
 
-    # After a clean stop: Kafka's DumpLogSegments reads every node's segment, all batches valid.
+    # After a clean stop: Kafka's DumpLogSegments reads every node's segments and snapshots.
+    files = []
     for node in q.nodes.values():
-        segment = node.directory / "__cluster_metadata-0" / "00000000000000000000.log"
-        out = run_kafka_class(
-            kafka_classpath,
-            "org.apache.kafka.tools.DumpLogSegments",
-            ["--files", str(segment), "--deep-iteration", "--print-data-log"],
-        )
-        assert "isvalid: false" not in out.stdout
-        assert "Found" not in out.stdout or "invalid bytes" not in out.stdout
-        assert "LeaderChange" in out.stdout, out.stdout
+        part = node.directory / "__cluster_metadata-0"
+        files += sorted(part.glob("*.log")) + sorted(part.glob("*.checkpoint"))
+    assert any(f.suffix == ".checkpoint" for f in files)
+    out = run_kafka_class(
+        kafka_classpath,
+        "org.apache.kafka.tools.DumpLogSegments",
+        ["--files", ",".join(str(f) for f in files), "--deep-iteration", "--print-data-log"],
+    )
+    assert "isvalid: false" not in out.stdout
+    assert "invalid bytes" not in out.stdout
+    assert "LeaderChange" in out.stdout
+    assert "SnapshotHeader" in out.stdout and "SnapshotFooter" in out.stdout
+    assert "payload: value199" in out.stdout or "payload: key9=value199" in out.stdout
