@@ -64,6 +64,17 @@ class RaftCollector(Collector):
             "records appended to the local log",
             value=stats.appends,
         )
+        n = stats.commit_latency_count
+        yield GaugeMetricFamily(
+            PREFIX + "commit_latency_avg",
+            "raft-metrics commit-latency-avg (ms, since start)",
+            value=stats.commit_latency_sum_ms / n if n else 0.0,
+        )
+        yield GaugeMetricFamily(
+            PREFIX + "commit_latency_max",
+            "raft-metrics commit-latency-max (ms, since start)",
+            value=stats.commit_latency_max_ms,
+        )
         yield GaugeMetricFamily(
             "metaquorum_fsyncs_total",
             "log fsyncs (group commit)",

@@ -87,6 +87,14 @@ class DriverStats:
     elections_won: int = 0
     leader_changes: int = 0
     last_leader_change_ms: int = 0
+    commit_latency_sum_ms: float = 0.0
+    commit_latency_count: int = 0
+    commit_latency_max_ms: float = 0.0
+
+    def record_commit_latency(self, ms: float) -> None:
+        self.commit_latency_sum_ms += ms
+        self.commit_latency_count += 1
+        self.commit_latency_max_ms = max(self.commit_latency_max_ms, ms)
 
 
 class Driver:
@@ -174,8 +182,11 @@ class Driver:
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._appends[aid] = fut
         self.post(ClientAppend(aid, values))
+        t0 = time.perf_counter()
         try:
-            return await fut
+            last = await fut
+            self.stats.record_commit_latency((time.perf_counter() - t0) * 1000)
+            return last
         finally:
             self._appends.pop(aid, None)
 
