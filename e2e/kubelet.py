@@ -10,9 +10,8 @@ volumes mapped to local directories (podspec.py); reports Running/Ready from the
 finalises the pod; keeps a hosts file of pods' stable DNS names (hostname.subdomain.ns.svc...)
 and Services' names that pod processes resolve through e2e/standin_site/sitecustomize.py.
 
-Faults for tests, on a loopback HTTP control port (written to STATE/control.port):
-`POST /kill?namespace=&pod=` (kill -9 the pod's process), `POST /lose-disk?namespace=&pvc=`
-(wipe the PV's directory and recreate it empty), `GET /pods` (JSON of running pods).
+Node registration and heartbeats are in nodelease.py; the fault-injection port for tests
+(kill -9 a pod's process, lose a disk) in control.py.
 
 Invariants: one loop thread owns all pod state (the control thread takes the same lock);
 processes are stopped by PID only; everything it writes is under STATE.
@@ -22,23 +21,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
-import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
+import control
 import hostsfile
+import nodelease
 import podspec
 import probes
 import volumes
@@ -46,21 +42,11 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 HERE = Path(__file__).resolve().parent
-NODE = "standin"
-STORAGE_CLASS = "standin"
-PROVISIONER = "e2e.metaquorum.dev/standin"
 log = logging.getLogger("kubelet")
 
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def micro_now() -> datetime.datetime:
-    """A MicroTime: the client serialises datetimes with isoformat, which drops a zero
-    microsecond field that the apiserver requires."""
-    t = datetime.datetime.now(datetime.UTC)
-    return t.replace(microsecond=t.microsecond or 1)
 
 
 @dataclass
@@ -80,6 +66,7 @@ class PodRun:
     next_probe: float = 0.0
     exited_at: float | None = None
     stopping_since: float | None = None
+    reported_exit: bool = False
     grace: float = 30.0
     pv_dirs: dict[str, str] = field(default_factory=dict)
 
@@ -100,103 +87,19 @@ class Kubelet:
         self.last_heartbeat = 0.0
         self.stop_event = threading.Event()
 
-    # ---- node, lease, storage class -------------------------------------------------------
-    def register(self) -> None:
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": NODE,
-                "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux"},
-            },
-        }
-        with contextlib.suppress(ApiException):
-            self.core.create_node(node)
-        sc = {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": {
-                "name": STORAGE_CLASS,
-                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
-            },
-            "provisioner": PROVISIONER,
-            "reclaimPolicy": "Delete",
-            "volumeBindingMode": "Immediate",
-        }
-        with contextlib.suppress(ApiException):
-            self.storage.create_storage_class(sc)
-        self.heartbeat(force=True)
-
     def heartbeat(self, force: bool = False) -> None:
-        if not force and time.monotonic() - self.last_heartbeat < 10:
-            return
-        self.last_heartbeat = time.monotonic()
-        t = now()
-        cond = [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "KubeletReady",
-                "message": "kubelet stand-in is posting ready status",
-                "lastHeartbeatTime": t,
-                "lastTransitionTime": t,
-            }
-        ]
-        for ctype in ("MemoryPressure", "DiskPressure", "PIDPressure"):
-            cond.append(
-                {
-                    "type": ctype,
-                    "status": "False",
-                    "reason": f"KubeletHas{ctype}",
-                    "lastHeartbeatTime": t,
-                    "lastTransitionTime": t,
-                }
-            )
-        res = {"cpu": "2", "memory": "24Gi", "pods": "250", "ephemeral-storage": "100Gi"}
-        self.core.patch_node_status(
-            NODE,
-            {
-                "status": {
-                    "conditions": cond,
-                    "capacity": res,
-                    "allocatable": res,
-                    "addresses": [
-                        {"type": "InternalIP", "address": "127.0.0.1"},
-                        {"type": "Hostname", "address": NODE},
-                    ],
-                    "nodeInfo": {
-                        "kubeletVersion": "v1.34.4-standin",
-                        "operatingSystem": "linux",
-                        "architecture": "amd64",
-                        "containerRuntimeVersion": "standin://1",
-                        "kernelVersion": "",
-                        "osImage": "",
-                        "kubeProxyVersion": "",
-                        "machineID": "",
-                        "systemUUID": "",
-                        "bootID": "",
-                    },
-                }
-            },
-        )
-        lease = {
-            "metadata": {"name": NODE, "namespace": "kube-node-lease"},
-            "spec": {"holderIdentity": NODE, "leaseDurationSeconds": 40, "renewTime": micro_now()},
-        }
-        try:
-            self.coord.patch_namespaced_lease(NODE, "kube-node-lease", lease)
-        except ApiException as e:
-            if e.status != 404:
-                raise
-            self.coord.create_namespaced_lease("kube-node-lease", lease)
+        if force or time.monotonic() - self.last_heartbeat >= 10:
+            self.last_heartbeat = time.monotonic()
+            nodelease.heartbeat(self.core, self.coord)
 
     # ---- the loop -------------------------------------------------------------------------
     def run(self) -> None:
-        self.register()
+        nodelease.register(self.core, self.storage)
+        self.heartbeat(force=True)
         while not self.stop_event.is_set():
             try:
                 self.heartbeat()
-                volumes.provision(self.core, self.state, STORAGE_CLASS)
+                volumes.provision(self.core, self.state, nodelease.STORAGE_CLASS)
                 pods = self.core.list_pod_for_all_namespaces().items
                 with self.lock:
                     self.sync(pods)
@@ -225,7 +128,7 @@ class Kubelet:
                 if not meta.get("deletionTimestamp"):
                     self.bind(meta)
                 continue
-            if spec["nodeName"] != NODE:
+            if spec["nodeName"] != nodelease.NODE:
                 continue
             seen.add(uid)
             run = self.runs.get(uid)
@@ -249,7 +152,7 @@ class Kubelet:
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": meta["name"], "uid": meta["uid"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": nodelease.NODE},
         }
         try:
             self.core.create_namespaced_binding(meta["namespace"], body, _preload_content=False)
@@ -257,10 +160,13 @@ class Kubelet:
             log.info("bind %s/%s: %s", meta["namespace"], meta["name"], e.reason)
 
     def alloc_ip(self) -> str:
+        """127.N.x.y: N is per stand-in process, so two clusters on one machine never hand out
+        the same pod IP."""
         in_use = {r.ip for r in self.runs.values()}
+        net = 10 + os.getpid() % 240
         while True:
             self.next_ip += 1
-            ip = f"127.0.{10 + self.next_ip // 250 % 240}.{1 + self.next_ip % 250}"
+            ip = f"127.{net}.{self.next_ip // 250 % 250}.{1 + self.next_ip % 250}"
             if ip not in in_use:
                 return ip
 
@@ -315,18 +221,25 @@ class Kubelet:
         self.report(meta, run, c)
 
     def launch(self, run: PodRun) -> None:
-        with open(run.logfile, "ab") as out:
-            run.proc = subprocess.Popen(
-                run.argv,
-                env=run.env,
-                cwd=run.cwd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        (run.logfile.parent / "pid").write_text(str(run.proc.pid))
+        """Start the process; a command that cannot start counts as an exit with 127."""
         run.exited_at, run.ready, run.next_probe = None, False, 0.0
+        with open(run.logfile, "ab") as out:
+            try:
+                run.proc = subprocess.Popen(
+                    run.argv,
+                    env=run.env,
+                    cwd=run.cwd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            except OSError as e:
+                out.write(f"stand-in: cannot start {run.argv}: {e}\n".encode())
+                run.proc = None
+                run.exited_at = time.monotonic()
+                return
+        (run.logfile.parent / "pid").write_text(str(run.proc.pid))
         log.info(
             "started %s/%s pid %d ip %s: %s",
             run.namespace,
@@ -338,19 +251,21 @@ class Kubelet:
 
     def supervise(self, pod: dict[str, Any], run: PodRun) -> None:
         c = pod["spec"]["containers"][0]
-        assert run.proc is not None
-        if run.proc.poll() is not None:
-            if run.exited_at is None:
-                run.exited_at = time.monotonic()
+        if run.proc is None or run.proc.poll() is not None:
+            code = run.proc.returncode if run.proc is not None else 127
+            if not run.reported_exit:
+                run.exited_at = run.exited_at or time.monotonic()
+                run.reported_exit = True
                 run.ready = False
-                log.info("%s/%s exited %s", run.namespace, run.name, run.proc.returncode)
+                log.info("%s/%s exited %s", run.namespace, run.name, code)
                 self.report(pod["metadata"], run, c)
             policy = pod["spec"].get("restartPolicy", "Always")
-            if policy == "Never" or (policy == "OnFailure" and run.proc.returncode == 0):
-                phase = "Succeeded" if run.proc.returncode == 0 else "Failed"
+            if policy == "Never" or (policy == "OnFailure" and code == 0):
+                phase = "Succeeded" if code == 0 else "Failed"
                 self.patch_status(pod["metadata"], {"phase": phase})
             elif time.monotonic() - run.exited_at >= min(10.0, 1.0 * 2**run.restarts):
                 run.restarts += 1
+                run.reported_exit = False
                 self.launch(run)
                 self.report(pod["metadata"], run, c)
             return
@@ -372,7 +287,7 @@ class Kubelet:
             if alive
             else {
                 "terminated": {
-                    "exitCode": run.proc.returncode if run.proc else 0,
+                    "exitCode": run.proc.returncode if run.proc else 127,
                     "reason": "Error",
                     "finishedAt": t,
                 }
@@ -455,65 +370,6 @@ class Kubelet:
         if run is not None:
             self.runs.pop(run.uid, None)
 
-    # ---- faults ---------------------------------------------------------------------------
-    def fault(self, action: str, q: dict[str, str]) -> tuple[int, Any]:
-        with self.lock:
-            if action == "/pods":
-                return 200, [
-                    {
-                        "namespace": r.namespace,
-                        "name": r.name,
-                        "ip": r.ip,
-                        "pid": r.proc.pid if r.proc else None,
-                        "ready": r.ready,
-                        "restarts": r.restarts,
-                        "volumes": r.pv_dirs,
-                        "argv": r.argv,
-                    }
-                    for r in self.runs.values()
-                ]
-            if action == "/kill":
-                for r in self.runs.values():
-                    if (r.namespace, r.name) == (q["namespace"], q["pod"]) and r.proc:
-                        self.kill(r, signal.SIGKILL)
-                        return 200, {"killed": r.proc.pid}
-                return 404, {"error": "no such running pod"}
-            if action == "/lose-disk":
-                path = volumes.pv_dir_of_claim(self.core, self.state, q["namespace"], q["pvc"])
-                if path is None:
-                    return 404, {"error": "no bound PV for that claim"}
-                shutil.rmtree(path)
-                path.mkdir(parents=True)
-                return 200, {"wiped": str(path)}
-        return 404, {"error": "unknown action"}
-
-
-def serve_control(k: Kubelet) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def handle_any(self) -> None:
-            u = urlparse(self.path)
-            q = {key: v[0] for key, v in parse_qs(u.query).items()}
-            try:
-                code, body = k.fault(u.path, q)
-            except Exception as e:
-                code, body = 500, {"error": repr(e)}
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = handle_any  # noqa: N815 - http.server names
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    (k.state / "control.port").write_text(str(srv.server_address[1]))
-    return srv
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="kubelet stand-in: pods as local processes")
@@ -524,7 +380,7 @@ def main() -> int:
     args.state.mkdir(parents=True, exist_ok=True)
     k = Kubelet(args.kubeconfig, args.state.resolve())
     signal.signal(signal.SIGTERM, lambda *_: k.stop_event.set())
-    srv = serve_control(k)
+    srv = control.serve(k)
     try:
         k.run()
     finally:

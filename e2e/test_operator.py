@@ -9,9 +9,11 @@ refused by the apiserver with a clear message.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -19,19 +21,14 @@ pytestmark = pytest.mark.e2e
 GROUP, VERSION, PLURAL = "metaquorum.dev", "v1alpha1", "metadataquorums"
 
 
+SAMPLE = Path(__file__).resolve().parent / "samples" / "metadataquorum.yaml"
+
+
 def sample(ns: str, name: str = "quorum", **spec: Any) -> str:
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "MetadataQuorum",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "replicas": 3,
-            "image": "metaquorum/node:e2e",
-            "imagePullPolicy": "Never",
-            "storage": {"size": "1Gi", "deleteClaimsOnDelete": True},
-            **spec,
-        },
-    }
+    """e2e/samples/metadataquorum.yaml in namespace ns, with the e2e image and `spec` merged."""
+    body = yaml.safe_load(SAMPLE.read_text())
+    body["metadata"].update({"name": name, "namespace": ns})
+    body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never", **spec})
     return json.dumps(body)
 
 
@@ -81,6 +78,7 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
     for i in range(3):
         s = cluster.pod_http(ns, f"quorum-{i}", 8080, "/status")
         assert "process.roles=controller" in s["config"]
+        assert "controller.quorum.election.timeout.ms=1000" in s["config"]
         assert f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:9093" in s["config"]
     status = mq(cluster, ns)["status"]
     conds = {c["type"]: c for c in status["conditions"]}

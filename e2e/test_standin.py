@@ -143,3 +143,30 @@ def test_killed_process_restarts_and_lost_disk_is_empty(cluster: Cluster, web: s
     wait_for(restarted, 60, "web-0 restarted and ready")
     after = status(cluster, web, "web-0")
     assert after["fresh"] is True and after["marker"] != before["marker"]
+
+
+def test_a_command_that_cannot_start_is_retried_and_never_ready(
+    cluster: Cluster, namespace: str
+) -> None:
+    if cluster.kind != "local":
+        pytest.skip("stand-in behaviour (a kubelet reports a container runtime error instead)")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "broken", "namespace": namespace},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "none", "command": ["/nonexistent/metaquorum-binary"]}
+            ]
+        },
+    }
+    cluster.core.create_namespaced_pod(namespace, pod)
+
+    def retried() -> bool:
+        p = cluster.core.read_namespaced_pod("broken", namespace)
+        cs = p.status.container_statuses or []
+        return bool(cs and cs[0].restart_count >= 2 and not cs[0].ready)
+
+    wait_for(retried, 30, "two restarts of a command that cannot start")
+    log = cluster.standin("/pods")
+    assert any(p["name"] == "broken" and p["pid"] is None for p in log)
