@@ -144,8 +144,45 @@ def test_node_of_another_cluster_is_refused_and_nothing_truncated(tmp_path: Path
         # nothing truncated on the quorum: the log only grew
         assert lead["log_end_offset"] >= before["log_end_offset"] >= 1
         assert lead["high_watermark"] >= before["high_watermark"] >= 1
+        # On the wire: a Fetch carrying another cluster id gets INCONSISTENT_CLUSTER_ID (104).
+        assert _fetch_error(q.nodes[leader].port, "AAAAAAAAAAAAAAAAAAAAAB", epoch) == 104
+        assert _fetch_error(q.nodes[leader].port, q.cluster_id, epoch) == 0
     finally:
         q.stop_all()
+
+
+def _fetch_error(port: int, cluster_id: str, epoch: int) -> int:
+    """Top-level error of a replica Fetch (replica 3, offset 0) sent with `cluster_id`."""
+    import asyncio
+
+    from metaquorum.protocol.messages import FetchRequestData
+    from metaquorum.protocol.types import Uuid
+    from metaquorum.runtime.client import KafkaConnection
+
+    request = FetchRequestData(
+        cluster_id=cluster_id,
+        replica_state=FetchRequestData.ReplicaState(replica_id=3, replica_epoch=-1),
+        max_wait_ms=0,
+        topics=[
+            FetchRequestData.FetchTopic(
+                topic="__cluster_metadata",
+                topic_id=Uuid.METADATA_TOPIC_ID,
+                partitions=[
+                    FetchRequestData.FetchPartition(partition=0, current_leader_epoch=epoch)
+                ],
+            )
+        ],
+    )
+
+    async def go() -> int:
+        conn = KafkaConnection("127.0.0.1", port)
+        try:
+            r = await conn.request(1, 17, request, 5)
+            return int(r.error_code)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
 
 
 def _frame_probe(port: int, payload: bytes, *, partial: bool = False) -> bytes:
