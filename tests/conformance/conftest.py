@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.oracle_client import MESSAGE_COVERAGE, KafkaOracle, build_oracle
+from tests.conformance.oracle_client import (
+    DAMAGE_VERDICTS,
+    MESSAGE_COVERAGE,
+    KafkaOracle,
+    build_oracle,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,3 +95,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         if few:
             listed = ", ".join(f"{n} v{v} ({c})" for n, v, c in few)
             terminalreporter.write_line(f"conformance: pairs with few distinct values: {listed}")
+    if DAMAGE_VERDICTS:
+        counts = ", ".join(f"{k}: {n}" for k, n in sorted(DAMAGE_VERDICTS.items()))
+        terminalreporter.write_line(f"conformance: damaged message bytes, {counts}")

@@ -29,6 +29,8 @@ Json = dict[str, Any]
 #: (message name, version) -> values checked both ways against Kafka in this session; the
 #: conformance conftest prints a summary of it at the end of the run.
 MESSAGE_COVERAGE: Counter[tuple[str, int]] = Counter()
+#: verdicts of both decoders on damaged message bytes ("ours ok, kafka ok", ...), summarised too.
+DAMAGE_VERDICTS: Counter[str] = Counter()
 
 
 class OracleError(RuntimeError):

@@ -16,12 +16,18 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.json_form import to_json
 from metaquorum.protocol.messages import MESSAGES
 from metaquorum.protocol.schema import BY_NAME
 from metaquorum.protocol.schema.dsl import Field, Message
 
-from tests.conformance.oracle_client import MESSAGE_COVERAGE, KafkaOracle, OracleError
+from tests.conformance.oracle_client import (
+    DAMAGE_VERDICTS,
+    MESSAGE_COVERAGE,
+    KafkaOracle,
+    OracleError,
+)
 from tests.support.message_strategies import strategy_for
 
 pytestmark = pytest.mark.conformance
@@ -226,7 +232,7 @@ def _check_both_ways(oracle: KafkaOracle, name: str, version: int, msg: Any) -> 
     )
     # 1. our bytes -> Kafka: it reads them, sees the value we meant, and writes them back alike.
     assert decoded["ok"], f"Kafka cannot decode {where}: {decoded['exception']}: {decoded['error']}"
-    assert decoded["hex"] == ours.hex(), f"Kafka re-encodes {where} differently"
+    assert decoded["hex"] == ours.hex(), f"Kafka re-encodes {where} differently: {decoded}"
     kafka_json, mine = _drop_unshowable_records(decoded["json"], our_json)
     assert kafka_json == mine, f"Kafka reads other values from {where}"
     # 2. our JSON -> Kafka bytes: the same bytes, and our decoder reads our value back.
@@ -252,3 +258,61 @@ def test_message_both_ways(
     spec = BY_NAME[name]
     assume(not _reuses_a_known_tag(spec, spec.fields, msg, version))
     _check_both_ways(kafka_oracle, name, version, msg)
+
+
+# --- damaged bytes: the two decoders agree on what they accept --------------------------------
+
+DAMAGE_EXAMPLES_PER_PAIR = 20
+
+
+def _damage(data: st.DataObject, good: bytes) -> bytes:
+    """Truncate, flip, insert or delete one byte of `good`."""
+    how = data.draw(st.sampled_from(["truncate", "flip", "insert", "delete"]), label="damage")
+    if how == "truncate" or not good:
+        return good[: data.draw(st.integers(0, max(len(good) - 1, 0)), label="cut")]
+    i = data.draw(st.integers(0, len(good) - 1), label="at")
+    if how == "flip":
+        return good[:i] + bytes([good[i] ^ data.draw(st.integers(1, 255))]) + good[i + 1 :]
+    if how == "insert":
+        return good[:i] + bytes([data.draw(st.integers(0, 255))]) + good[i:]
+    return good[:i] + good[i + 1 :]
+
+
+@pytest.mark.parametrize(("name", "version"), PAIRS, ids=[f"{n}-v{v}" for n, v in PAIRS])
+@settings(
+    max_examples=DAMAGE_EXAMPLES_PER_PAIR,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_damaged_bytes_decoders_agree(
+    kafka_oracle: KafkaOracle, name: str, version: int, data: st.DataObject
+) -> None:
+    """Our decoder raises only ProtocolError; whatever it accepts Kafka accepts too, with the
+    same values and the same bytes written back. (Kafka may accept what we refuse, e.g. invalid
+    UTF-8 that Java decodes to U+FFFD; those cases are counted, not failed.)"""
+    cls = MESSAGES[name]
+    bad = _damage(data, data.draw(_strategy(name, version)).encode(version))
+    try:
+        ours = cls.decode(bad, version)
+    except ProtocolError:
+        ours = None
+    kafka = kafka_oracle.request(
+        {"op": "decode", "message": name, "version": version, "hex": bad.hex()}
+    )
+    verdict = (
+        "ours ok" if ours is not None else "ours rejects",
+        "kafka ok" if kafka["ok"] else "kafka rejects",
+    )
+    DAMAGE_VERDICTS[", ".join(verdict)] += 1
+    if ours is None:
+        return
+    where = f"{name} v{version}, damaged bytes {bad.hex()}"
+    assert kafka["ok"], f"we accept but Kafka rejects {where}: {kafka['error']}"
+    kafka_json, mine = _drop_unshowable_records(kafka["json"], to_json(ours, version))
+    assert kafka_json == mine, f"Kafka reads other values from {where}"
+    if kafka["hex"] is None:
+        # Kafka read it but refuses to write it back (e.g. unknown tags out of order).
+        DAMAGE_VERDICTS["kafka cannot write back"] += 1
+        return
+    assert kafka["hex"] == ours.encode(version).hex(), f"Kafka writes {where} back differently"

@@ -7,7 +7,8 @@
  * may carry an "id" that is echoed back. A reply is {"ok": true, ...} or {"ok": false, "error":
  * "...", "exception": "<class>"}; bad input never kills the process. Ops:
  *   encode        {message, version, json}            -> {hex}
- *   decode        {message, version, hex}             -> {json, hex (Kafka's re-encoding)}
+ *   decode        {message, version, hex}             -> {json, hex (Kafka's re-encoding, or
+ *                                                         null and writeError if it refuses)}
  *   versions      {message}                           -> {lowest, highest, flexible: [..],
  *                                                         api: {...} for request/response types}
  *   records_read  {hex}                               -> {batches: [...], validBytes, sizeInBytes}
@@ -186,7 +187,14 @@ public final class Oracle {
         }
         ObjectNode out = NODES.objectNode();
         out.set("json", k.toJson(msg, v));
-        out.put("hex", HEX.formatHex(write(msg, v)));
+        // Kafka's reader accepts some inputs its writer refuses (unknown tags out of order):
+        // report the read, and the write failure beside it.
+        try {
+            out.put("hex", HEX.formatHex(write(msg, v)));
+        } catch (RuntimeException e) {
+            out.putNull("hex");
+            out.put("writeError", e.getClass().getName() + ": " + e.getMessage());
+        }
         out.put("unknownTaggedFields", msg.unknownTaggedFields().size());
         return out;
     }
