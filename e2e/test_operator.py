@@ -176,6 +176,58 @@ def test_status_follows_what_the_operator_observes(cluster: Cluster, quorum: str
     assert ready_condition()["lastTransitionTime"] >= since
 
 
+def test_pdb_allows_one_voter_down(cluster: Cluster, quorum: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    ns = quorum
+    policy = client_policy(cluster)
+    wait_for(
+        lambda: (
+            policy.read_namespaced_pod_disruption_budget("quorum", ns).status.disruptions_allowed
+            == 1
+        ),
+        30,
+        "the disruption controller to allow 1",
+    )
+
+    def evict(pod: str) -> None:
+        cluster.core.create_namespaced_pod_eviction(
+            pod,
+            ns,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": pod, "namespace": ns},
+            },
+        )
+
+    evict("quorum-0")
+    with pytest.raises(ApiException) as refused:
+        evict("quorum-1")
+    assert refused.value.status == 429
+    wait_for(lambda: running(cluster, ns, 3), 60, "the evicted voter back")
+
+
+def test_an_object_it_does_not_own_is_left_alone(
+    cluster: Cluster, operator: str, namespace: str
+) -> None:
+    ns = namespace
+    cluster.core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "quorum-config"}, "data": {"mine": "yes"}}
+    )
+    cluster.kubectl("apply", "-f", "-", input=sample(ns))
+
+    def warned() -> bool:
+        events = cluster.core.list_namespaced_event(
+            ns, field_selector="involvedObject.kind=MetadataQuorum,reason=NotOwned"
+        ).items
+        return any("ConfigMap quorum-config" in e.message for e in events)
+
+    wait_for(warned, 30, "a NotOwned warning event")
+    assert cluster.core.read_namespaced_config_map("quorum-config", ns).data == {"mine": "yes"}
+    assert cluster.apps.list_namespaced_stateful_set(ns).items == []
+
+
 def test_deleting_the_cr_cleans_up(cluster: Cluster, quorum: str) -> None:
     ns = quorum
     cluster.kubectl("delete", "metadataquorum", "quorum", "-n", ns, "--timeout=60s")
