@@ -73,6 +73,10 @@ def null_in_non_nullable(field: str, version: int) -> ProtocolError:
     return ProtocolError(f"non-nullable field {field} was null (version {version})")
 
 
+def unknown_tags_out_of_order(prev: int, tag: int) -> ProtocolError:
+    return ProtocolError(f"unknown tagged fields out of order: tag {tag} after tag {prev}")
+
+
 def invalid_tag(tag: int, version: int) -> ProtocolError:
     """A tag the struct knows only in other versions (Kafka: "Tag N is not valid for version")."""
     return ProtocolError(f"Tag {tag} is not valid for version {version}")

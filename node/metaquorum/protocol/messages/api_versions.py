@@ -112,7 +112,7 @@ def _w_ApiVersionsRequestData_v3(m: ApiVersionsRequestData, out: bytearray) -> N
 
 
 def _r_ApiVersionsRequestData_v0(r: ByteReader) -> ApiVersionsRequestData:
-    return ApiVersionsRequestData()
+    return ApiVersionsRequestData("", "", [])
 
 
 def _r_ApiVersionsRequestData_v3(r: ByteReader) -> ApiVersionsRequestData:
@@ -122,12 +122,10 @@ def _r_ApiVersionsRequestData_v3(r: ByteReader) -> ApiVersionsRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return ApiVersionsRequestData(
-        client_software_name=f_client_software_name,
-        client_software_version=f_client_software_version,
-        unknown_tagged_fields=unk,
-    )
+    return ApiVersionsRequestData(f_client_software_name, f_client_software_version, unk)
 
 
 _W_ApiVersionsRequestData = {
@@ -349,9 +347,7 @@ def _r_ApiVersionsResponseData_ApiVersion_v0(r: ByteReader) -> ApiVersionsRespon
     (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
         r.buffer, r.take(6)
     )
-    return ApiVersionsResponseData.ApiVersion(
-        api_key=f_api_key, min_version=f_min_version, max_version=f_max_version
-    )
+    return ApiVersionsResponseData.ApiVersion(f_api_key, f_min_version, f_max_version, [])
 
 
 def _r_ApiVersionsResponseData_v0(r: ByteReader) -> ApiVersionsResponseData:
@@ -362,7 +358,7 @@ def _r_ApiVersionsResponseData_v0(r: ByteReader) -> ApiVersionsResponseData:
         raise _codec.null_in_non_nullable("apiKeys", 0)
     else:
         f_api_keys = [_r_ApiVersionsResponseData_ApiVersion_v0(r) for _ in range(n_api_keys0)]
-    return ApiVersionsResponseData(error_code=f_error_code, api_keys=f_api_keys)
+    return ApiVersionsResponseData(f_error_code, f_api_keys, 0, [], -1, [], False, [])
 
 
 def _r_ApiVersionsResponseData_v1(r: ByteReader) -> ApiVersionsResponseData:
@@ -375,7 +371,7 @@ def _r_ApiVersionsResponseData_v1(r: ByteReader) -> ApiVersionsResponseData:
         f_api_keys = [_r_ApiVersionsResponseData_ApiVersion_v0(r) for _ in range(n_api_keys0)]
     f_throttle_time_ms = r.read_int32()
     return ApiVersionsResponseData(
-        error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms
+        f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False, []
     )
 
 
@@ -389,7 +385,7 @@ def _r_ApiVersionsResponseData_v2(r: ByteReader) -> ApiVersionsResponseData:
         f_api_keys = [_r_ApiVersionsResponseData_ApiVersion_v0(r) for _ in range(n_api_keys0)]
     f_throttle_time_ms = r.read_int32()
     return ApiVersionsResponseData(
-        error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms
+        f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False, []
     )
 
 
@@ -401,13 +397,10 @@ def _r_ApiVersionsResponseData_ApiVersion_v3(r: ByteReader) -> ApiVersionsRespon
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return ApiVersionsResponseData.ApiVersion(
-        api_key=f_api_key,
-        min_version=f_min_version,
-        max_version=f_max_version,
-        unknown_tagged_fields=unk,
-    )
+    return ApiVersionsResponseData.ApiVersion(f_api_key, f_min_version, f_max_version, unk)
 
 
 def _r_ApiVersionsResponseData_SupportedFeatureKey_v3(
@@ -419,10 +412,10 @@ def _r_ApiVersionsResponseData_SupportedFeatureKey_v3(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return ApiVersionsResponseData.SupportedFeatureKey(
-        name=f_name, min_version=f_min_version, max_version=f_max_version, unknown_tagged_fields=unk
-    )
+    return ApiVersionsResponseData.SupportedFeatureKey(f_name, f_min_version, f_max_version, unk)
 
 
 def _r_ApiVersionsResponseData_FinalizedFeatureKey_v3(
@@ -436,12 +429,11 @@ def _r_ApiVersionsResponseData_FinalizedFeatureKey_v3(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return ApiVersionsResponseData.FinalizedFeatureKey(
-        name=f_name,
-        max_version_level=f_max_version_level,
-        min_version_level=f_min_version_level,
-        unknown_tagged_fields=unk,
+        f_name, f_max_version_level, f_min_version_level, unk
     )
 
 
@@ -497,16 +489,18 @@ def _r_ApiVersionsResponseData_v3(r: ByteReader) -> ApiVersionsResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("zkMigrationReady", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return ApiVersionsResponseData(
-        error_code=f_error_code,
-        api_keys=f_api_keys,
-        throttle_time_ms=f_throttle_time_ms,
-        supported_features=f_supported_features,
-        finalized_features_epoch=f_finalized_features_epoch,
-        finalized_features=f_finalized_features,
-        zk_migration_ready=f_zk_migration_ready,
-        unknown_tagged_fields=unk,
+        f_error_code,
+        f_api_keys,
+        f_throttle_time_ms,
+        f_supported_features,
+        f_finalized_features_epoch,
+        f_finalized_features,
+        f_zk_migration_ready,
+        unk,
     )
 
 
@@ -562,16 +556,18 @@ def _r_ApiVersionsResponseData_v4(r: ByteReader) -> ApiVersionsResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("zkMigrationReady", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return ApiVersionsResponseData(
-        error_code=f_error_code,
-        api_keys=f_api_keys,
-        throttle_time_ms=f_throttle_time_ms,
-        supported_features=f_supported_features,
-        finalized_features_epoch=f_finalized_features_epoch,
-        finalized_features=f_finalized_features,
-        zk_migration_ready=f_zk_migration_ready,
-        unknown_tagged_fields=unk,
+        f_error_code,
+        f_api_keys,
+        f_throttle_time_ms,
+        f_supported_features,
+        f_finalized_features_epoch,
+        f_finalized_features,
+        f_zk_migration_ready,
+        unk,
     )
 
 

@@ -160,8 +160,10 @@ def _r_LeaderChangeMessage_Voter_v0(r: ByteReader) -> LeaderChangeMessage.Voter:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return LeaderChangeMessage.Voter(voter_id=f_voter_id, unknown_tagged_fields=unk)
+    return LeaderChangeMessage.Voter(f_voter_id, Uuid.ZERO, unk)
 
 
 def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
@@ -182,14 +184,10 @@ def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return LeaderChangeMessage(
-        version=f_version,
-        leader_id=f_leader_id,
-        voters=f_voters,
-        granting_voters=f_granting_voters,
-        unknown_tagged_fields=unk,
-    )
+    return LeaderChangeMessage(f_version, f_leader_id, f_voters, f_granting_voters, unk)
 
 
 def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
@@ -201,10 +199,10 @@ def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return LeaderChangeMessage.Voter(
-        voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, unknown_tagged_fields=unk
-    )
+    return LeaderChangeMessage.Voter(f_voter_id, f_voter_directory_id, unk)
 
 
 def _r_LeaderChangeMessage_v1(r: ByteReader) -> LeaderChangeMessage:
@@ -225,14 +223,10 @@ def _r_LeaderChangeMessage_v1(r: ByteReader) -> LeaderChangeMessage:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return LeaderChangeMessage(
-        version=f_version,
-        leader_id=f_leader_id,
-        voters=f_voters,
-        granting_voters=f_granting_voters,
-        unknown_tagged_fields=unk,
-    )
+    return LeaderChangeMessage(f_version, f_leader_id, f_voters, f_granting_voters, unk)
 
 
 _W_LeaderChangeMessage = {0: _w_LeaderChangeMessage_v0, 1: _w_LeaderChangeMessage_v1}
@@ -301,12 +295,10 @@ def _r_SnapshotHeaderRecord_v0(r: ByteReader) -> SnapshotHeaderRecord:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return SnapshotHeaderRecord(
-        version=f_version,
-        last_contained_log_timestamp=f_last_contained_log_timestamp,
-        unknown_tagged_fields=unk,
-    )
+    return SnapshotHeaderRecord(f_version, f_last_contained_log_timestamp, unk)
 
 
 _W_SnapshotHeaderRecord = {0: _w_SnapshotHeaderRecord_v0}
@@ -369,8 +361,10 @@ def _r_SnapshotFooterRecord_v0(r: ByteReader) -> SnapshotFooterRecord:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return SnapshotFooterRecord(version=f_version, unknown_tagged_fields=unk)
+    return SnapshotFooterRecord(f_version, unk)
 
 
 _W_SnapshotFooterRecord = {0: _w_SnapshotFooterRecord_v0}
@@ -437,10 +431,10 @@ def _r_KRaftVersionRecord_v0(r: ByteReader) -> KRaftVersionRecord:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return KRaftVersionRecord(
-        version=f_version, kraft_version=f_kraft_version, unknown_tagged_fields=unk
-    )
+    return KRaftVersionRecord(f_version, f_kraft_version, unk)
 
 
 _W_KRaftVersionRecord = {0: _w_KRaftVersionRecord_v0}
@@ -577,8 +571,10 @@ def _r_VotersRecord_Endpoint_v0(r: ByteReader) -> VotersRecord.Endpoint:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VotersRecord.Endpoint(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=unk)
+    return VotersRecord.Endpoint(f_name, f_host, f_port, unk)
 
 
 def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftVersionFeature:
@@ -589,12 +585,10 @@ def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftV
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VotersRecord.KRaftVersionFeature(
-        min_supported_version=f_min_supported_version,
-        max_supported_version=f_max_supported_version,
-        unknown_tagged_fields=unk,
-    )
+    return VotersRecord.KRaftVersionFeature(f_min_supported_version, f_max_supported_version, unk)
 
 
 def _r_VotersRecord_Voter_v0(r: ByteReader) -> VotersRecord.Voter:
@@ -613,13 +607,11 @@ def _r_VotersRecord_Voter_v0(r: ByteReader) -> VotersRecord.Voter:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return VotersRecord.Voter(
-        voter_id=f_voter_id,
-        voter_directory_id=f_voter_directory_id,
-        endpoints=f_endpoints,
-        kraft_version_feature=f_kraft_version_feature,
-        unknown_tagged_fields=unk,
+        f_voter_id, f_voter_directory_id, f_endpoints, f_kraft_version_feature, unk
     )
 
 
@@ -635,8 +627,10 @@ def _r_VotersRecord_v0(r: ByteReader) -> VotersRecord:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VotersRecord(version=f_version, voters=f_voters, unknown_tagged_fields=unk)
+    return VotersRecord(f_version, f_voters, unk)
 
 
 _W_VotersRecord = {0: _w_VotersRecord_v0}

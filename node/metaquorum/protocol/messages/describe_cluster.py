@@ -133,11 +133,10 @@ def _r_DescribeClusterRequestData_v0(r: ByteReader) -> DescribeClusterRequestDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeClusterRequestData(
-        include_cluster_authorized_operations=f_include_cluster_authorized_operations,
-        unknown_tagged_fields=unk,
-    )
+    return DescribeClusterRequestData(f_include_cluster_authorized_operations, 1, False, unk)
 
 
 def _r_DescribeClusterRequestData_v1(r: ByteReader) -> DescribeClusterRequestData:
@@ -148,11 +147,11 @@ def _r_DescribeClusterRequestData_v1(r: ByteReader) -> DescribeClusterRequestDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterRequestData(
-        include_cluster_authorized_operations=f_include_cluster_authorized_operations,
-        endpoint_type=f_endpoint_type,
-        unknown_tagged_fields=unk,
+        f_include_cluster_authorized_operations, f_endpoint_type, False, unk
     )
 
 
@@ -164,12 +163,11 @@ def _r_DescribeClusterRequestData_v2(r: ByteReader) -> DescribeClusterRequestDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterRequestData(
-        include_cluster_authorized_operations=f_include_cluster_authorized_operations,
-        endpoint_type=f_endpoint_type,
-        include_fenced_brokers=f_include_fenced_brokers,
-        unknown_tagged_fields=unk,
+        f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers, unk
     )
 
 
@@ -353,9 +351,11 @@ def _r_DescribeClusterResponseData_DescribeClusterBroker_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterResponseData.DescribeClusterBroker(
-        broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=unk
+        f_broker_id, f_host, f_port, f_rack, False, unk
     )
 
 
@@ -379,16 +379,19 @@ def _r_DescribeClusterResponseData_v0(r: ByteReader) -> DescribeClusterResponseD
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        error_message=f_error_message,
-        cluster_id=f_cluster_id,
-        controller_id=f_controller_id,
-        brokers=f_brokers,
-        cluster_authorized_operations=f_cluster_authorized_operations,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms,
+        f_error_code,
+        f_error_message,
+        1,
+        f_cluster_id,
+        f_controller_id,
+        f_brokers,
+        f_cluster_authorized_operations,
+        unk,
     )
 
 
@@ -413,17 +416,19 @@ def _r_DescribeClusterResponseData_v1(r: ByteReader) -> DescribeClusterResponseD
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        error_message=f_error_message,
-        endpoint_type=f_endpoint_type,
-        cluster_id=f_cluster_id,
-        controller_id=f_controller_id,
-        brokers=f_brokers,
-        cluster_authorized_operations=f_cluster_authorized_operations,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms,
+        f_error_code,
+        f_error_message,
+        f_endpoint_type,
+        f_cluster_id,
+        f_controller_id,
+        f_brokers,
+        f_cluster_authorized_operations,
+        unk,
     )
 
 
@@ -439,14 +444,11 @@ def _r_DescribeClusterResponseData_DescribeClusterBroker_v2(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterResponseData.DescribeClusterBroker(
-        broker_id=f_broker_id,
-        host=f_host,
-        port=f_port,
-        rack=f_rack,
-        is_fenced=f_is_fenced,
-        unknown_tagged_fields=unk,
+        f_broker_id, f_host, f_port, f_rack, f_is_fenced, unk
     )
 
 
@@ -471,17 +473,19 @@ def _r_DescribeClusterResponseData_v2(r: ByteReader) -> DescribeClusterResponseD
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeClusterResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        error_message=f_error_message,
-        endpoint_type=f_endpoint_type,
-        cluster_id=f_cluster_id,
-        controller_id=f_controller_id,
-        brokers=f_brokers,
-        cluster_authorized_operations=f_cluster_authorized_operations,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms,
+        f_error_code,
+        f_error_message,
+        f_endpoint_type,
+        f_cluster_id,
+        f_controller_id,
+        f_brokers,
+        f_cluster_authorized_operations,
+        unk,
     )
 
 

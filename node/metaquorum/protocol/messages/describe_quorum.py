@@ -140,10 +140,10 @@ def _r_DescribeQuorumRequestData_PartitionData_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData.PartitionData(
-        partition_index=f_partition_index, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumRequestData.PartitionData(f_partition_index, unk)
 
 
 def _r_DescribeQuorumRequestData_TopicData_v0(r: ByteReader) -> DescribeQuorumRequestData.TopicData:
@@ -160,10 +160,10 @@ def _r_DescribeQuorumRequestData_TopicData_v0(r: ByteReader) -> DescribeQuorumRe
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_DescribeQuorumRequestData_v0(r: ByteReader) -> DescribeQuorumRequestData:
@@ -177,8 +177,10 @@ def _r_DescribeQuorumRequestData_v0(r: ByteReader) -> DescribeQuorumRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData(topics=f_topics, unknown_tagged_fields=unk)
+    return DescribeQuorumRequestData(f_topics, unk)
 
 
 def _r_DescribeQuorumRequestData_TopicData_v1(r: ByteReader) -> DescribeQuorumRequestData.TopicData:
@@ -195,10 +197,10 @@ def _r_DescribeQuorumRequestData_TopicData_v1(r: ByteReader) -> DescribeQuorumRe
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_DescribeQuorumRequestData_v1(r: ByteReader) -> DescribeQuorumRequestData:
@@ -212,8 +214,10 @@ def _r_DescribeQuorumRequestData_v1(r: ByteReader) -> DescribeQuorumRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData(topics=f_topics, unknown_tagged_fields=unk)
+    return DescribeQuorumRequestData(f_topics, unk)
 
 
 def _r_DescribeQuorumRequestData_TopicData_v2(r: ByteReader) -> DescribeQuorumRequestData.TopicData:
@@ -230,10 +234,10 @@ def _r_DescribeQuorumRequestData_TopicData_v2(r: ByteReader) -> DescribeQuorumRe
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_DescribeQuorumRequestData_v2(r: ByteReader) -> DescribeQuorumRequestData:
@@ -247,8 +251,10 @@ def _r_DescribeQuorumRequestData_v2(r: ByteReader) -> DescribeQuorumRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumRequestData(topics=f_topics, unknown_tagged_fields=unk)
+    return DescribeQuorumRequestData(f_topics, unk)
 
 
 _W_DescribeQuorumRequestData = {
@@ -587,9 +593,11 @@ def _r_DescribeQuorumResponseData_ReplicaState_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeQuorumResponseData.ReplicaState(
-        replica_id=f_replica_id, log_end_offset=f_log_end_offset, unknown_tagged_fields=unk
+        f_replica_id, Uuid.ZERO, f_log_end_offset, -1, -1, unk
     )
 
 
@@ -619,16 +627,19 @@ def _r_DescribeQuorumResponseData_PartitionData_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeQuorumResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        high_watermark=f_high_watermark,
-        current_voters=f_current_voters,
-        observers=f_observers,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_error_code,
+        "",
+        f_leader_id,
+        f_leader_epoch,
+        f_high_watermark,
+        f_current_voters,
+        f_observers,
+        unk,
     )
 
 
@@ -648,10 +659,10 @@ def _r_DescribeQuorumResponseData_TopicData_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_DescribeQuorumResponseData_v0(r: ByteReader) -> DescribeQuorumResponseData:
@@ -666,10 +677,10 @@ def _r_DescribeQuorumResponseData_v0(r: ByteReader) -> DescribeQuorumResponseDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData(
-        error_code=f_error_code, topics=f_topics, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData(f_error_code, "", f_topics, [], unk)
 
 
 def _r_DescribeQuorumResponseData_ReplicaState_v1(
@@ -682,13 +693,16 @@ def _r_DescribeQuorumResponseData_ReplicaState_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeQuorumResponseData.ReplicaState(
-        replica_id=f_replica_id,
-        log_end_offset=f_log_end_offset,
-        last_fetch_timestamp=f_last_fetch_timestamp,
-        last_caught_up_timestamp=f_last_caught_up_timestamp,
-        unknown_tagged_fields=unk,
+        f_replica_id,
+        Uuid.ZERO,
+        f_log_end_offset,
+        f_last_fetch_timestamp,
+        f_last_caught_up_timestamp,
+        unk,
     )
 
 
@@ -718,16 +732,19 @@ def _r_DescribeQuorumResponseData_PartitionData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeQuorumResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        high_watermark=f_high_watermark,
-        current_voters=f_current_voters,
-        observers=f_observers,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_error_code,
+        "",
+        f_leader_id,
+        f_leader_epoch,
+        f_high_watermark,
+        f_current_voters,
+        f_observers,
+        unk,
     )
 
 
@@ -747,10 +764,10 @@ def _r_DescribeQuorumResponseData_TopicData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_DescribeQuorumResponseData_v1(r: ByteReader) -> DescribeQuorumResponseData:
@@ -765,10 +782,10 @@ def _r_DescribeQuorumResponseData_v1(r: ByteReader) -> DescribeQuorumResponseDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData(
-        error_code=f_error_code, topics=f_topics, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData(f_error_code, "", f_topics, [], unk)
 
 
 def _r_DescribeQuorumResponseData_ReplicaState_v2(
@@ -787,14 +804,16 @@ def _r_DescribeQuorumResponseData_ReplicaState_v2(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeQuorumResponseData.ReplicaState(
-        replica_id=f_replica_id,
-        replica_directory_id=f_replica_directory_id,
-        log_end_offset=f_log_end_offset,
-        last_fetch_timestamp=f_last_fetch_timestamp,
-        last_caught_up_timestamp=f_last_caught_up_timestamp,
-        unknown_tagged_fields=unk,
+        f_replica_id,
+        f_replica_directory_id,
+        f_log_end_offset,
+        f_last_fetch_timestamp,
+        f_last_caught_up_timestamp,
+        unk,
     )
 
 
@@ -828,17 +847,19 @@ def _r_DescribeQuorumResponseData_PartitionData_v2(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return DescribeQuorumResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        error_message=f_error_message,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        high_watermark=f_high_watermark,
-        current_voters=f_current_voters,
-        observers=f_observers,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_error_code,
+        f_error_message,
+        f_leader_id,
+        f_leader_epoch,
+        f_high_watermark,
+        f_current_voters,
+        f_observers,
+        unk,
     )
 
 
@@ -858,10 +879,10 @@ def _r_DescribeQuorumResponseData_TopicData_v2(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_DescribeQuorumResponseData_Listener_v2(r: ByteReader) -> DescribeQuorumResponseData.Listener:
@@ -872,10 +893,10 @@ def _r_DescribeQuorumResponseData_Listener_v2(r: ByteReader) -> DescribeQuorumRe
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData.Listener(
-        name=f_name, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData.Listener(f_name, f_host, f_port, unk)
 
 
 def _r_DescribeQuorumResponseData_Node_v2(r: ByteReader) -> DescribeQuorumResponseData.Node:
@@ -890,10 +911,10 @@ def _r_DescribeQuorumResponseData_Node_v2(r: ByteReader) -> DescribeQuorumRespon
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData.Node(
-        node_id=f_node_id, listeners=f_listeners, unknown_tagged_fields=unk
-    )
+    return DescribeQuorumResponseData.Node(f_node_id, f_listeners, unk)
 
 
 def _r_DescribeQuorumResponseData_v2(r: ByteReader) -> DescribeQuorumResponseData:
@@ -915,14 +936,10 @@ def _r_DescribeQuorumResponseData_v2(r: ByteReader) -> DescribeQuorumResponseDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return DescribeQuorumResponseData(
-        error_code=f_error_code,
-        error_message=f_error_message,
-        topics=f_topics,
-        nodes=f_nodes,
-        unknown_tagged_fields=unk,
-    )
+    return DescribeQuorumResponseData(f_error_code, f_error_message, f_topics, f_nodes, unk)
 
 
 _W_DescribeQuorumResponseData = {

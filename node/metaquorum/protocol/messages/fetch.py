@@ -916,9 +916,15 @@ def _r_FetchRequestData_FetchPartition_v4(r: ByteReader) -> FetchRequestData.Fet
         r.buffer, r.take(16)
     )
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        fetch_offset=f_fetch_offset,
-        partition_max_bytes=f_partition_max_bytes,
+        f_partition,
+        -1,
+        f_fetch_offset,
+        -1,
+        -1,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        [],
     )
 
 
@@ -930,7 +936,7 @@ def _r_FetchRequestData_FetchTopic_v4(r: ByteReader) -> FetchRequestData.FetchTo
         raise _codec.null_in_non_nullable("partitions", 4)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v4(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
@@ -944,12 +950,19 @@ def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
     else:
         f_topics = [_r_FetchRequestData_FetchTopic_v4(r) for _ in range(n_topics0)]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        topics=f_topics,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        0,
+        -1,
+        f_topics,
+        [],
+        "",
+        [],
     )
 
 
@@ -958,10 +971,15 @@ def _r_FetchRequestData_FetchPartition_v5(r: ByteReader) -> FetchRequestData.Fet
         _S_FetchRequestData_iqqi.unpack_from(r.buffer, r.take(24))
     )
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        fetch_offset=f_fetch_offset,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
+        f_partition,
+        -1,
+        f_fetch_offset,
+        -1,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        [],
     )
 
 
@@ -973,7 +991,7 @@ def _r_FetchRequestData_FetchTopic_v5(r: ByteReader) -> FetchRequestData.FetchTo
         raise _codec.null_in_non_nullable("partitions", 5)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v5(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v5(r: ByteReader) -> FetchRequestData:
@@ -987,12 +1005,19 @@ def _r_FetchRequestData_v5(r: ByteReader) -> FetchRequestData:
     else:
         f_topics = [_r_FetchRequestData_FetchTopic_v5(r) for _ in range(n_topics0)]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        topics=f_topics,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        0,
+        -1,
+        f_topics,
+        [],
+        "",
+        [],
     )
 
 
@@ -1004,7 +1029,7 @@ def _r_FetchRequestData_FetchTopic_v6(r: ByteReader) -> FetchRequestData.FetchTo
         raise _codec.null_in_non_nullable("partitions", 6)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v5(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v6(r: ByteReader) -> FetchRequestData:
@@ -1018,12 +1043,19 @@ def _r_FetchRequestData_v6(r: ByteReader) -> FetchRequestData:
     else:
         f_topics = [_r_FetchRequestData_FetchTopic_v6(r) for _ in range(n_topics0)]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        topics=f_topics,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        0,
+        -1,
+        f_topics,
+        [],
+        "",
+        [],
     )
 
 
@@ -1035,7 +1067,7 @@ def _r_FetchRequestData_FetchTopic_v7(r: ByteReader) -> FetchRequestData.FetchTo
         raise _codec.null_in_non_nullable("partitions", 7)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v5(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_ForgottenTopic_v7(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1046,7 +1078,7 @@ def _r_FetchRequestData_ForgottenTopic_v7(r: ByteReader) -> FetchRequestData.For
         raise _codec.null_in_non_nullable("partitions", 7)
     else:
         f_partitions = [r.read_int32() for _ in range(n_partitions0)]
-    return FetchRequestData.ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.ForgottenTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v7(r: ByteReader) -> FetchRequestData:
@@ -1074,15 +1106,19 @@ def _r_FetchRequestData_v7(r: ByteReader) -> FetchRequestData:
             _r_FetchRequestData_ForgottenTopic_v7(r) for _ in range(n_forgotten_topics_data0)
         ]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        "",
+        [],
     )
 
 
@@ -1094,7 +1130,7 @@ def _r_FetchRequestData_FetchTopic_v8(r: ByteReader) -> FetchRequestData.FetchTo
         raise _codec.null_in_non_nullable("partitions", 8)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v5(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_ForgottenTopic_v8(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1105,7 +1141,7 @@ def _r_FetchRequestData_ForgottenTopic_v8(r: ByteReader) -> FetchRequestData.For
         raise _codec.null_in_non_nullable("partitions", 8)
     else:
         f_partitions = [r.read_int32() for _ in range(n_partitions0)]
-    return FetchRequestData.ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.ForgottenTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v8(r: ByteReader) -> FetchRequestData:
@@ -1133,15 +1169,19 @@ def _r_FetchRequestData_v8(r: ByteReader) -> FetchRequestData:
             _r_FetchRequestData_ForgottenTopic_v8(r) for _ in range(n_forgotten_topics_data0)
         ]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        "",
+        [],
     )
 
 
@@ -1154,11 +1194,15 @@ def _r_FetchRequestData_FetchPartition_v9(r: ByteReader) -> FetchRequestData.Fet
         f_partition_max_bytes,
     ) = _S_FetchRequestData_iiqqi.unpack_from(r.buffer, r.take(28))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        -1,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        [],
     )
 
 
@@ -1170,7 +1214,7 @@ def _r_FetchRequestData_FetchTopic_v9(r: ByteReader) -> FetchRequestData.FetchTo
         raise _codec.null_in_non_nullable("partitions", 9)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v9(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_ForgottenTopic_v9(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1181,7 +1225,7 @@ def _r_FetchRequestData_ForgottenTopic_v9(r: ByteReader) -> FetchRequestData.For
         raise _codec.null_in_non_nullable("partitions", 9)
     else:
         f_partitions = [r.read_int32() for _ in range(n_partitions0)]
-    return FetchRequestData.ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.ForgottenTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v9(r: ByteReader) -> FetchRequestData:
@@ -1209,15 +1253,19 @@ def _r_FetchRequestData_v9(r: ByteReader) -> FetchRequestData:
             _r_FetchRequestData_ForgottenTopic_v9(r) for _ in range(n_forgotten_topics_data0)
         ]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        "",
+        [],
     )
 
 
@@ -1229,7 +1277,7 @@ def _r_FetchRequestData_FetchTopic_v10(r: ByteReader) -> FetchRequestData.FetchT
         raise _codec.null_in_non_nullable("partitions", 10)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v9(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_ForgottenTopic_v10(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1240,7 +1288,7 @@ def _r_FetchRequestData_ForgottenTopic_v10(r: ByteReader) -> FetchRequestData.Fo
         raise _codec.null_in_non_nullable("partitions", 10)
     else:
         f_partitions = [r.read_int32() for _ in range(n_partitions0)]
-    return FetchRequestData.ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.ForgottenTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v10(r: ByteReader) -> FetchRequestData:
@@ -1268,15 +1316,19 @@ def _r_FetchRequestData_v10(r: ByteReader) -> FetchRequestData:
             _r_FetchRequestData_ForgottenTopic_v10(r) for _ in range(n_forgotten_topics_data0)
         ]
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        "",
+        [],
     )
 
 
@@ -1288,7 +1340,7 @@ def _r_FetchRequestData_FetchTopic_v11(r: ByteReader) -> FetchRequestData.FetchT
         raise _codec.null_in_non_nullable("partitions", 11)
     else:
         f_partitions = [_r_FetchRequestData_FetchPartition_v9(r) for _ in range(n_partitions0)]
-    return FetchRequestData.FetchTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_ForgottenTopic_v11(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1299,7 +1351,7 @@ def _r_FetchRequestData_ForgottenTopic_v11(r: ByteReader) -> FetchRequestData.Fo
         raise _codec.null_in_non_nullable("partitions", 11)
     else:
         f_partitions = [r.read_int32() for _ in range(n_partitions0)]
-    return FetchRequestData.ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    return FetchRequestData.ForgottenTopic(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchRequestData_v11(r: ByteReader) -> FetchRequestData:
@@ -1328,16 +1380,19 @@ def _r_FetchRequestData_v11(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_string()
     return FetchRequestData(
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
+        None,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        [],
     )
 
 
@@ -1357,15 +1412,19 @@ def _r_FetchRequestData_FetchPartition_v12(r: ByteReader) -> FetchRequestData.Fe
         if tag in (0, 1):
             raise _codec.invalid_tag(tag, 12)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        unk,
     )
 
 
@@ -1381,10 +1440,10 @@ def _r_FetchRequestData_FetchTopic_v12(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic=f_topic, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic(f_topic, Uuid.ZERO, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v12(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1399,10 +1458,10 @@ def _r_FetchRequestData_ForgottenTopic_v12(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic=f_topic, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic(f_topic, Uuid.ZERO, f_partitions, unk)
 
 
 def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
@@ -1443,20 +1502,23 @@ def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
         elif tag == 1:
             raise _codec.invalid_tag(tag, 12)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -1476,15 +1538,19 @@ def _r_FetchRequestData_FetchPartition_v13(r: ByteReader) -> FetchRequestData.Fe
         if tag in (0, 1):
             raise _codec.invalid_tag(tag, 13)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        unk,
     )
 
 
@@ -1500,10 +1566,10 @@ def _r_FetchRequestData_FetchTopic_v13(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v13(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1518,10 +1584,10 @@ def _r_FetchRequestData_ForgottenTopic_v13(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
@@ -1562,20 +1628,23 @@ def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
         elif tag == 1:
             raise _codec.invalid_tag(tag, 13)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -1595,15 +1664,19 @@ def _r_FetchRequestData_FetchPartition_v14(r: ByteReader) -> FetchRequestData.Fe
         if tag in (0, 1):
             raise _codec.invalid_tag(tag, 14)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        unk,
     )
 
 
@@ -1619,10 +1692,10 @@ def _r_FetchRequestData_FetchTopic_v14(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v14(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1637,10 +1710,10 @@ def _r_FetchRequestData_ForgottenTopic_v14(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
@@ -1681,20 +1754,23 @@ def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
         elif tag == 1:
             raise _codec.invalid_tag(tag, 14)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_id=f_replica_id,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        f_replica_id,
+        FetchRequestData.ReplicaState(),
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -1714,15 +1790,19 @@ def _r_FetchRequestData_FetchPartition_v15(r: ByteReader) -> FetchRequestData.Fe
         if tag in (0, 1):
             raise _codec.invalid_tag(tag, 15)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        unk,
     )
 
 
@@ -1738,10 +1818,10 @@ def _r_FetchRequestData_FetchTopic_v15(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v15(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1756,10 +1836,10 @@ def _r_FetchRequestData_ForgottenTopic_v15(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.ReplicaState:
@@ -1768,10 +1848,10 @@ def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.Repl
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ReplicaState(
-        replica_id=f_replica_id, replica_epoch=f_replica_epoch, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ReplicaState(f_replica_id, f_replica_epoch, unk)
 
 
 def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
@@ -1810,20 +1890,23 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("replicaState", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_state=f_replica_state,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        -1,
+        f_replica_state,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -1843,15 +1926,19 @@ def _r_FetchRequestData_FetchPartition_v16(r: ByteReader) -> FetchRequestData.Fe
         if tag in (0, 1):
             raise _codec.invalid_tag(tag, 16)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        Uuid.ZERO,
+        9223372036854775807,
+        unk,
     )
 
 
@@ -1867,10 +1954,10 @@ def _r_FetchRequestData_FetchTopic_v16(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v16(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -1885,10 +1972,10 @@ def _r_FetchRequestData_ForgottenTopic_v16(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
@@ -1927,20 +2014,23 @@ def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("replicaState", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_state=f_replica_state,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        -1,
+        f_replica_state,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -1966,16 +2056,19 @@ def _r_FetchRequestData_FetchPartition_v17(r: ByteReader) -> FetchRequestData.Fe
         elif tag == 1:
             raise _codec.invalid_tag(tag, 17)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        replica_directory_id=f_replica_directory_id,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        f_replica_directory_id,
+        9223372036854775807,
+        unk,
     )
 
 
@@ -1991,10 +2084,10 @@ def _r_FetchRequestData_FetchTopic_v17(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v17(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -2009,10 +2102,10 @@ def _r_FetchRequestData_ForgottenTopic_v17(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
@@ -2051,20 +2144,23 @@ def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("replicaState", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_state=f_replica_state,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        -1,
+        f_replica_state,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -2094,17 +2190,19 @@ def _r_FetchRequestData_FetchPartition_v18(r: ByteReader) -> FetchRequestData.Fe
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("highWatermark", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData.FetchPartition(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        fetch_offset=f_fetch_offset,
-        last_fetched_epoch=f_last_fetched_epoch,
-        log_start_offset=f_log_start_offset,
-        partition_max_bytes=f_partition_max_bytes,
-        replica_directory_id=f_replica_directory_id,
-        high_watermark=f_high_watermark,
-        unknown_tagged_fields=unk,
+        f_partition,
+        f_current_leader_epoch,
+        f_fetch_offset,
+        f_last_fetched_epoch,
+        f_log_start_offset,
+        f_partition_max_bytes,
+        f_replica_directory_id,
+        f_high_watermark,
+        unk,
     )
 
 
@@ -2120,10 +2218,10 @@ def _r_FetchRequestData_FetchTopic_v18(r: ByteReader) -> FetchRequestData.FetchT
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.FetchTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.FetchTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_ForgottenTopic_v18(r: ByteReader) -> FetchRequestData.ForgottenTopic:
@@ -2138,10 +2236,10 @@ def _r_FetchRequestData_ForgottenTopic_v18(r: ByteReader) -> FetchRequestData.Fo
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchRequestData.ForgottenTopic(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchRequestData.ForgottenTopic("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
@@ -2180,20 +2278,23 @@ def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("replicaState", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchRequestData(
-        cluster_id=f_cluster_id,
-        replica_state=f_replica_state,
-        max_wait_ms=f_max_wait_ms,
-        min_bytes=f_min_bytes,
-        max_bytes=f_max_bytes,
-        isolation_level=f_isolation_level,
-        session_id=f_session_id,
-        session_epoch=f_session_epoch,
-        topics=f_topics,
-        forgotten_topics_data=f_forgotten_topics_data,
-        rack_id=f_rack_id,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        -1,
+        f_replica_state,
+        f_max_wait_ms,
+        f_min_bytes,
+        f_max_bytes,
+        f_isolation_level,
+        f_session_id,
+        f_session_epoch,
+        f_topics,
+        f_forgotten_topics_data,
+        f_rack_id,
+        unk,
     )
 
 
@@ -3084,9 +3185,7 @@ def _r_FetchResponseData_AbortedTransaction_v4(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
     (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
-    return FetchResponseData.AbortedTransaction(
-        producer_id=f_producer_id, first_offset=f_first_offset
-    )
+    return FetchResponseData.AbortedTransaction(f_producer_id, f_first_offset, [])
 
 
 def _r_FetchResponseData_PartitionData_v4(r: ByteReader) -> FetchResponseData.PartitionData:
@@ -3103,12 +3202,18 @@ def _r_FetchResponseData_PartitionData_v4(r: ByteReader) -> FetchResponseData.Pa
         ]
     f_records = r.read_nullable_bytes()
     return FetchResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        high_watermark=f_high_watermark,
-        last_stable_offset=f_last_stable_offset,
-        aborted_transactions=f_aborted_transactions,
-        records=f_records,
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        -1,
+        FetchResponseData.EpochEndOffset(),
+        FetchResponseData.LeaderIdAndEpoch(),
+        FetchResponseData.SnapshotId(),
+        f_aborted_transactions,
+        -1,
+        f_records,
+        [],
     )
 
 
@@ -3122,7 +3227,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v4(
         raise _codec.null_in_non_nullable("partitions", 4)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v4(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v4(r: ByteReader) -> FetchResponseData:
@@ -3135,7 +3240,7 @@ def _r_FetchResponseData_v4(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v4(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    return FetchResponseData(f_throttle_time_ms, 0, 0, f_responses, [], [])
 
 
 def _r_FetchResponseData_PartitionData_v5(r: ByteReader) -> FetchResponseData.PartitionData:
@@ -3156,13 +3261,18 @@ def _r_FetchResponseData_PartitionData_v5(r: ByteReader) -> FetchResponseData.Pa
         ]
     f_records = r.read_nullable_bytes()
     return FetchResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        high_watermark=f_high_watermark,
-        last_stable_offset=f_last_stable_offset,
-        log_start_offset=f_log_start_offset,
-        aborted_transactions=f_aborted_transactions,
-        records=f_records,
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        f_log_start_offset,
+        FetchResponseData.EpochEndOffset(),
+        FetchResponseData.LeaderIdAndEpoch(),
+        FetchResponseData.SnapshotId(),
+        f_aborted_transactions,
+        -1,
+        f_records,
+        [],
     )
 
 
@@ -3176,7 +3286,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v5(
         raise _codec.null_in_non_nullable("partitions", 5)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v5(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v5(r: ByteReader) -> FetchResponseData:
@@ -3189,7 +3299,7 @@ def _r_FetchResponseData_v5(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v5(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    return FetchResponseData(f_throttle_time_ms, 0, 0, f_responses, [], [])
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v6(
@@ -3202,7 +3312,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v6(
         raise _codec.null_in_non_nullable("partitions", 6)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v5(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v6(r: ByteReader) -> FetchResponseData:
@@ -3215,7 +3325,7 @@ def _r_FetchResponseData_v6(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v6(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    return FetchResponseData(f_throttle_time_ms, 0, 0, f_responses, [], [])
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v7(
@@ -3228,7 +3338,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v7(
         raise _codec.null_in_non_nullable("partitions", 7)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v5(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v7(r: ByteReader) -> FetchResponseData:
@@ -3243,12 +3353,7 @@ def _r_FetchResponseData_v7(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v7(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], [])
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v8(
@@ -3261,7 +3366,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v8(
         raise _codec.null_in_non_nullable("partitions", 8)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v5(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v8(r: ByteReader) -> FetchResponseData:
@@ -3276,12 +3381,7 @@ def _r_FetchResponseData_v8(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v8(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], [])
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v9(
@@ -3294,7 +3394,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v9(
         raise _codec.null_in_non_nullable("partitions", 9)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v5(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v9(r: ByteReader) -> FetchResponseData:
@@ -3309,12 +3409,7 @@ def _r_FetchResponseData_v9(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v9(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], [])
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v10(
@@ -3327,7 +3422,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v10(
         raise _codec.null_in_non_nullable("partitions", 10)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v5(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v10(r: ByteReader) -> FetchResponseData:
@@ -3342,12 +3437,7 @@ def _r_FetchResponseData_v10(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v10(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], [])
 
 
 def _r_FetchResponseData_PartitionData_v11(r: ByteReader) -> FetchResponseData.PartitionData:
@@ -3369,14 +3459,18 @@ def _r_FetchResponseData_PartitionData_v11(r: ByteReader) -> FetchResponseData.P
     f_preferred_read_replica = r.read_int32()
     f_records = r.read_nullable_bytes()
     return FetchResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        high_watermark=f_high_watermark,
-        last_stable_offset=f_last_stable_offset,
-        log_start_offset=f_log_start_offset,
-        aborted_transactions=f_aborted_transactions,
-        preferred_read_replica=f_preferred_read_replica,
-        records=f_records,
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        f_log_start_offset,
+        FetchResponseData.EpochEndOffset(),
+        FetchResponseData.LeaderIdAndEpoch(),
+        FetchResponseData.SnapshotId(),
+        f_aborted_transactions,
+        f_preferred_read_replica,
+        f_records,
+        [],
     )
 
 
@@ -3390,7 +3484,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v11(
         raise _codec.null_in_non_nullable("partitions", 11)
     else:
         f_partitions = [_r_FetchResponseData_PartitionData_v11(r) for _ in range(n_partitions0)]
-    return FetchResponseData.FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, [])
 
 
 def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
@@ -3405,12 +3499,7 @@ def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
         f_responses = [
             _r_FetchResponseData_FetchableTopicResponse_v11(r) for _ in range(n_responses0)
         ]
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], [])
 
 
 def _r_FetchResponseData_AbortedTransaction_v12(
@@ -3421,10 +3510,10 @@ def _r_FetchResponseData_AbortedTransaction_v12(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.AbortedTransaction(
-        producer_id=f_producer_id, first_offset=f_first_offset, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.AbortedTransaction(f_producer_id, f_first_offset, unk)
 
 
 def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.EpochEndOffset:
@@ -3433,10 +3522,10 @@ def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.EpochEndOffset(
-        epoch=f_epoch, end_offset=f_end_offset, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.EpochEndOffset(f_epoch, f_end_offset, unk)
 
 
 def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseData.LeaderIdAndEpoch:
@@ -3445,10 +3534,10 @@ def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.LeaderIdAndEpoch(
-        leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unk)
 
 
 def _r_FetchResponseData_SnapshotId_v12(r: ByteReader) -> FetchResponseData.SnapshotId:
@@ -3457,10 +3546,10 @@ def _r_FetchResponseData_SnapshotId_v12(r: ByteReader) -> FetchResponseData.Snap
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.SnapshotId(
-        end_offset=f_end_offset, epoch=f_epoch, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.SnapshotId(f_end_offset, f_epoch, unk)
 
 
 def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.PartitionData:
@@ -3504,20 +3593,22 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("snapshotId", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        high_watermark=f_high_watermark,
-        last_stable_offset=f_last_stable_offset,
-        log_start_offset=f_log_start_offset,
-        diverging_epoch=f_diverging_epoch,
-        current_leader=f_current_leader,
-        snapshot_id=f_snapshot_id,
-        aborted_transactions=f_aborted_transactions,
-        preferred_read_replica=f_preferred_read_replica,
-        records=f_records,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_error_code,
+        f_high_watermark,
+        f_last_stable_offset,
+        f_log_start_offset,
+        f_diverging_epoch,
+        f_current_leader,
+        f_snapshot_id,
+        f_aborted_transactions,
+        f_preferred_read_replica,
+        f_records,
+        unk,
     )
 
 
@@ -3535,10 +3626,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v12(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic=f_topic, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse(f_topic, Uuid.ZERO, f_partitions, unk)
 
 
 def _r_FetchResponseData_v12(r: ByteReader) -> FetchResponseData:
@@ -3560,14 +3651,10 @@ def _r_FetchResponseData_v12(r: ByteReader) -> FetchResponseData:
         if tag == 0:
             raise _codec.invalid_tag(tag, 12)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        unknown_tagged_fields=unk,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], unk)
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v13(
@@ -3584,10 +3671,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v13(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchResponseData_v13(r: ByteReader) -> FetchResponseData:
@@ -3609,14 +3696,10 @@ def _r_FetchResponseData_v13(r: ByteReader) -> FetchResponseData:
         if tag == 0:
             raise _codec.invalid_tag(tag, 13)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        unknown_tagged_fields=unk,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], unk)
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v14(
@@ -3633,10 +3716,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v14(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchResponseData_v14(r: ByteReader) -> FetchResponseData:
@@ -3658,14 +3741,10 @@ def _r_FetchResponseData_v14(r: ByteReader) -> FetchResponseData:
         if tag == 0:
             raise _codec.invalid_tag(tag, 14)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        unknown_tagged_fields=unk,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], unk)
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v15(
@@ -3682,10 +3761,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v15(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchResponseData_v15(r: ByteReader) -> FetchResponseData:
@@ -3707,14 +3786,10 @@ def _r_FetchResponseData_v15(r: ByteReader) -> FetchResponseData:
         if tag == 0:
             raise _codec.invalid_tag(tag, 15)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        unknown_tagged_fields=unk,
-    )
+    return FetchResponseData(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], unk)
 
 
 def _r_FetchResponseData_FetchableTopicResponse_v16(
@@ -3731,10 +3806,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v16(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchResponseData_NodeEndpoint_v16(r: ByteReader) -> FetchResponseData.NodeEndpoint:
@@ -3746,10 +3821,10 @@ def _r_FetchResponseData_NodeEndpoint_v16(r: ByteReader) -> FetchResponseData.No
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.NodeEndpoint(
-        node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.NodeEndpoint(f_node_id, f_host, f_port, f_rack, unk)
 
 
 def _r_FetchResponseData_v16(r: ByteReader) -> FetchResponseData:
@@ -3781,14 +3856,11 @@ def _r_FetchResponseData_v16(r: ByteReader) -> FetchResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, unk
     )
 
 
@@ -3806,10 +3878,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v17(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchResponseData_v17(r: ByteReader) -> FetchResponseData:
@@ -3841,14 +3913,11 @@ def _r_FetchResponseData_v17(r: ByteReader) -> FetchResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, unk
     )
 
 
@@ -3866,10 +3935,10 @@ def _r_FetchResponseData_FetchableTopicResponse_v18(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchResponseData.FetchableTopicResponse(
-        topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchResponseData.FetchableTopicResponse("", f_topic_id, f_partitions, unk)
 
 
 def _r_FetchResponseData_v18(r: ByteReader) -> FetchResponseData:
@@ -3901,14 +3970,11 @@ def _r_FetchResponseData_v18(r: ByteReader) -> FetchResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        session_id=f_session_id,
-        responses=f_responses,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, unk
     )
 
 

@@ -222,10 +222,10 @@ def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotReq
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotRequestData.SnapshotId(
-        end_offset=f_end_offset, epoch=f_epoch, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotRequestData.SnapshotId(f_end_offset, f_epoch, unk)
 
 
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v0(
@@ -243,13 +243,11 @@ def _r_FetchSnapshotRequestData_PartitionSnapshot_v0(
         if tag == 0:
             raise _codec.invalid_tag(tag, 0)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchSnapshotRequestData.PartitionSnapshot(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        snapshot_id=f_snapshot_id,
-        position=f_position,
-        unknown_tagged_fields=unk,
+        f_partition, f_current_leader_epoch, f_snapshot_id, f_position, Uuid.ZERO, unk
     )
 
 
@@ -269,10 +267,10 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotRequestData.TopicSnapshot(
-        name=f_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotRequestData.TopicSnapshot(f_name, f_partitions, unk)
 
 
 def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
@@ -294,14 +292,10 @@ def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("clusterId", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotRequestData(
-        cluster_id=f_cluster_id,
-        replica_id=f_replica_id,
-        max_bytes=f_max_bytes,
-        topics=f_topics,
-        unknown_tagged_fields=unk,
-    )
+    return FetchSnapshotRequestData(f_cluster_id, f_replica_id, f_max_bytes, f_topics, unk)
 
 
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v1(
@@ -323,14 +317,11 @@ def _r_FetchSnapshotRequestData_PartitionSnapshot_v1(
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("replicaDirectoryId", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchSnapshotRequestData.PartitionSnapshot(
-        partition=f_partition,
-        current_leader_epoch=f_current_leader_epoch,
-        snapshot_id=f_snapshot_id,
-        position=f_position,
-        replica_directory_id=f_replica_directory_id,
-        unknown_tagged_fields=unk,
+        f_partition, f_current_leader_epoch, f_snapshot_id, f_position, f_replica_directory_id, unk
     )
 
 
@@ -350,10 +341,10 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotRequestData.TopicSnapshot(
-        name=f_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotRequestData.TopicSnapshot(f_name, f_partitions, unk)
 
 
 def _r_FetchSnapshotRequestData_v1(r: ByteReader) -> FetchSnapshotRequestData:
@@ -375,14 +366,10 @@ def _r_FetchSnapshotRequestData_v1(r: ByteReader) -> FetchSnapshotRequestData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("clusterId", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotRequestData(
-        cluster_id=f_cluster_id,
-        replica_id=f_replica_id,
-        max_bytes=f_max_bytes,
-        topics=f_topics,
-        unknown_tagged_fields=unk,
-    )
+    return FetchSnapshotRequestData(f_cluster_id, f_replica_id, f_max_bytes, f_topics, unk)
 
 
 _W_FetchSnapshotRequestData = {0: _w_FetchSnapshotRequestData_v0, 1: _w_FetchSnapshotRequestData_v1}
@@ -626,10 +613,10 @@ def _r_FetchSnapshotResponseData_SnapshotId_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotResponseData.SnapshotId(
-        end_offset=f_end_offset, epoch=f_epoch, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotResponseData.SnapshotId(f_end_offset, f_epoch, unk)
 
 
 def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
@@ -640,10 +627,10 @@ def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotResponseData.LeaderIdAndEpoch(
-        leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotResponseData.LeaderIdAndEpoch(f_leader_id, f_leader_epoch, unk)
 
 
 def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
@@ -666,16 +653,18 @@ def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("currentLeader", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchSnapshotResponseData.PartitionSnapshot(
-        index=f_index,
-        error_code=f_error_code,
-        snapshot_id=f_snapshot_id,
-        current_leader=f_current_leader,
-        size=f_size,
-        position=f_position,
-        unaligned_records=f_unaligned_records,
-        unknown_tagged_fields=unk,
+        f_index,
+        f_error_code,
+        f_snapshot_id,
+        f_current_leader,
+        f_size,
+        f_position,
+        f_unaligned_records,
+        unk,
     )
 
 
@@ -695,10 +684,10 @@ def _r_FetchSnapshotResponseData_TopicSnapshot_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotResponseData.TopicSnapshot(
-        name=f_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotResponseData.TopicSnapshot(f_name, f_partitions, unk)
 
 
 def _r_FetchSnapshotResponseData_v0(r: ByteReader) -> FetchSnapshotResponseData:
@@ -718,13 +707,10 @@ def _r_FetchSnapshotResponseData_v0(r: ByteReader) -> FetchSnapshotResponseData:
         if tag == 0:
             raise _codec.invalid_tag(tag, 0)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        topics=f_topics,
-        unknown_tagged_fields=unk,
-    )
+    return FetchSnapshotResponseData(f_throttle_time_ms, f_error_code, f_topics, [], unk)
 
 
 def _r_FetchSnapshotResponseData_TopicSnapshot_v1(
@@ -743,10 +729,10 @@ def _r_FetchSnapshotResponseData_TopicSnapshot_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotResponseData.TopicSnapshot(
-        name=f_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotResponseData.TopicSnapshot(f_name, f_partitions, unk)
 
 
 def _r_FetchSnapshotResponseData_NodeEndpoint_v1(
@@ -759,10 +745,10 @@ def _r_FetchSnapshotResponseData_NodeEndpoint_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return FetchSnapshotResponseData.NodeEndpoint(
-        node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return FetchSnapshotResponseData.NodeEndpoint(f_node_id, f_host, f_port, unk)
 
 
 def _r_FetchSnapshotResponseData_v1(r: ByteReader) -> FetchSnapshotResponseData:
@@ -793,13 +779,11 @@ def _r_FetchSnapshotResponseData_v1(r: ByteReader) -> FetchSnapshotResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
     return FetchSnapshotResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        topics=f_topics,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
+        f_throttle_time_ms, f_error_code, f_topics, f_node_endpoints, unk
     )
 
 

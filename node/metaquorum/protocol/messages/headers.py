@@ -112,10 +112,7 @@ def _r_RequestHeaderData_v1(r: ByteReader) -> RequestHeaderData:
     )
     f_client_id = r.read_nullable_string()
     return RequestHeaderData(
-        request_api_key=f_request_api_key,
-        request_api_version=f_request_api_version,
-        correlation_id=f_correlation_id,
-        client_id=f_client_id,
+        f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, []
     )
 
 
@@ -128,13 +125,11 @@ def _r_RequestHeaderData_v2(r: ByteReader) -> RequestHeaderData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return RequestHeaderData(
-        request_api_key=f_request_api_key,
-        request_api_version=f_request_api_version,
-        correlation_id=f_correlation_id,
-        client_id=f_client_id,
-        unknown_tagged_fields=unk,
+        f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, unk
     )
 
 
@@ -198,7 +193,7 @@ def _w_ResponseHeaderData_v1(m: ResponseHeaderData, out: bytearray) -> None:
 
 def _r_ResponseHeaderData_v0(r: ByteReader) -> ResponseHeaderData:
     f_correlation_id = r.read_int32()
-    return ResponseHeaderData(correlation_id=f_correlation_id)
+    return ResponseHeaderData(f_correlation_id, [])
 
 
 def _r_ResponseHeaderData_v1(r: ByteReader) -> ResponseHeaderData:
@@ -207,8 +202,10 @@ def _r_ResponseHeaderData_v1(r: ByteReader) -> ResponseHeaderData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return ResponseHeaderData(correlation_id=f_correlation_id, unknown_tagged_fields=unk)
+    return ResponseHeaderData(f_correlation_id, unk)
 
 
 _W_ResponseHeaderData = {0: _w_ResponseHeaderData_v0, 1: _w_ResponseHeaderData_v1}

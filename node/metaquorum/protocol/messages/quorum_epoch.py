@@ -211,7 +211,7 @@ def _r_BeginQuorumEpochRequestData_PartitionData_v0(
         _S_BeginQuorumEpochRequestData_iii.unpack_from(r.buffer, r.take(12))
     )
     return BeginQuorumEpochRequestData.PartitionData(
-        partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch
+        f_partition_index, Uuid.ZERO, f_leader_id, f_leader_epoch, []
     )
 
 
@@ -227,7 +227,7 @@ def _r_BeginQuorumEpochRequestData_TopicData_v0(
         f_partitions = [
             _r_BeginQuorumEpochRequestData_PartitionData_v0(r) for _ in range(n_partitions0)
         ]
-    return BeginQuorumEpochRequestData.TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    return BeginQuorumEpochRequestData.TopicData(f_topic_name, f_partitions, [])
 
 
 def _r_BeginQuorumEpochRequestData_v0(r: ByteReader) -> BeginQuorumEpochRequestData:
@@ -238,7 +238,7 @@ def _r_BeginQuorumEpochRequestData_v0(r: ByteReader) -> BeginQuorumEpochRequestD
         raise _codec.null_in_non_nullable("topics", 0)
     else:
         f_topics = [_r_BeginQuorumEpochRequestData_TopicData_v0(r) for _ in range(n_topics0)]
-    return BeginQuorumEpochRequestData(cluster_id=f_cluster_id, topics=f_topics)
+    return BeginQuorumEpochRequestData(f_cluster_id, -1, f_topics, [], [])
 
 
 def _r_BeginQuorumEpochRequestData_PartitionData_v1(
@@ -256,13 +256,11 @@ def _r_BeginQuorumEpochRequestData_PartitionData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return BeginQuorumEpochRequestData.PartitionData(
-        partition_index=f_partition_index,
-        voter_directory_id=f_voter_directory_id,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        unknown_tagged_fields=unk,
+        f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch, unk
     )
 
 
@@ -282,10 +280,10 @@ def _r_BeginQuorumEpochRequestData_TopicData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return BeginQuorumEpochRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return BeginQuorumEpochRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_BeginQuorumEpochRequestData_LeaderEndpoint_v1(
@@ -298,10 +296,10 @@ def _r_BeginQuorumEpochRequestData_LeaderEndpoint_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return BeginQuorumEpochRequestData.LeaderEndpoint(
-        name=f_name, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return BeginQuorumEpochRequestData.LeaderEndpoint(f_name, f_host, f_port, unk)
 
 
 def _r_BeginQuorumEpochRequestData_v1(r: ByteReader) -> BeginQuorumEpochRequestData:
@@ -325,14 +323,10 @@ def _r_BeginQuorumEpochRequestData_v1(r: ByteReader) -> BeginQuorumEpochRequestD
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return BeginQuorumEpochRequestData(
-        cluster_id=f_cluster_id,
-        voter_id=f_voter_id,
-        topics=f_topics,
-        leader_endpoints=f_leader_endpoints,
-        unknown_tagged_fields=unk,
-    )
+    return BeginQuorumEpochRequestData(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints, unk)
 
 
 _W_BeginQuorumEpochRequestData = {
@@ -509,10 +503,7 @@ def _r_BeginQuorumEpochResponseData_PartitionData_v0(
         _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
     )
     return BeginQuorumEpochResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
+        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []
     )
 
 
@@ -528,7 +519,7 @@ def _r_BeginQuorumEpochResponseData_TopicData_v0(
         f_partitions = [
             _r_BeginQuorumEpochResponseData_PartitionData_v0(r) for _ in range(n_partitions0)
         ]
-    return BeginQuorumEpochResponseData.TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    return BeginQuorumEpochResponseData.TopicData(f_topic_name, f_partitions, [])
 
 
 def _r_BeginQuorumEpochResponseData_v0(r: ByteReader) -> BeginQuorumEpochResponseData:
@@ -539,7 +530,7 @@ def _r_BeginQuorumEpochResponseData_v0(r: ByteReader) -> BeginQuorumEpochRespons
         raise _codec.null_in_non_nullable("topics", 0)
     else:
         f_topics = [_r_BeginQuorumEpochResponseData_TopicData_v0(r) for _ in range(n_topics0)]
-    return BeginQuorumEpochResponseData(error_code=f_error_code, topics=f_topics)
+    return BeginQuorumEpochResponseData(f_error_code, f_topics, [], [])
 
 
 def _r_BeginQuorumEpochResponseData_PartitionData_v1(
@@ -552,13 +543,11 @@ def _r_BeginQuorumEpochResponseData_PartitionData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return BeginQuorumEpochResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        unknown_tagged_fields=unk,
+        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, unk
     )
 
 
@@ -578,10 +567,10 @@ def _r_BeginQuorumEpochResponseData_TopicData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return BeginQuorumEpochResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return BeginQuorumEpochResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_BeginQuorumEpochResponseData_NodeEndpoint_v1(
@@ -594,10 +583,10 @@ def _r_BeginQuorumEpochResponseData_NodeEndpoint_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return BeginQuorumEpochResponseData.NodeEndpoint(
-        node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return BeginQuorumEpochResponseData.NodeEndpoint(f_node_id, f_host, f_port, unk)
 
 
 def _r_BeginQuorumEpochResponseData_v1(r: ByteReader) -> BeginQuorumEpochResponseData:
@@ -626,13 +615,10 @@ def _r_BeginQuorumEpochResponseData_v1(r: ByteReader) -> BeginQuorumEpochRespons
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return BeginQuorumEpochResponseData(
-        error_code=f_error_code,
-        topics=f_topics,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
-    )
+    return BeginQuorumEpochResponseData(f_error_code, f_topics, f_node_endpoints, unk)
 
 
 _W_BeginQuorumEpochResponseData = {
@@ -841,10 +827,7 @@ def _r_EndQuorumEpochRequestData_PartitionData_v0(
     else:
         f_preferred_successors = [r.read_int32() for _ in range(n_preferred_successors0)]
     return EndQuorumEpochRequestData.PartitionData(
-        partition_index=f_partition_index,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        preferred_successors=f_preferred_successors,
+        f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, [], []
     )
 
 
@@ -858,7 +841,7 @@ def _r_EndQuorumEpochRequestData_TopicData_v0(r: ByteReader) -> EndQuorumEpochRe
         f_partitions = [
             _r_EndQuorumEpochRequestData_PartitionData_v0(r) for _ in range(n_partitions0)
         ]
-    return EndQuorumEpochRequestData.TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    return EndQuorumEpochRequestData.TopicData(f_topic_name, f_partitions, [])
 
 
 def _r_EndQuorumEpochRequestData_v0(r: ByteReader) -> EndQuorumEpochRequestData:
@@ -869,7 +852,7 @@ def _r_EndQuorumEpochRequestData_v0(r: ByteReader) -> EndQuorumEpochRequestData:
         raise _codec.null_in_non_nullable("topics", 0)
     else:
         f_topics = [_r_EndQuorumEpochRequestData_TopicData_v0(r) for _ in range(n_topics0)]
-    return EndQuorumEpochRequestData(cluster_id=f_cluster_id, topics=f_topics)
+    return EndQuorumEpochRequestData(f_cluster_id, f_topics, [], [])
 
 
 def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
@@ -883,12 +866,10 @@ def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochRequestData.ReplicaInfo(
-        candidate_id=f_candidate_id,
-        candidate_directory_id=f_candidate_directory_id,
-        unknown_tagged_fields=unk,
-    )
+    return EndQuorumEpochRequestData.ReplicaInfo(f_candidate_id, f_candidate_directory_id, unk)
 
 
 def _r_EndQuorumEpochRequestData_PartitionData_v1(
@@ -909,13 +890,11 @@ def _r_EndQuorumEpochRequestData_PartitionData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return EndQuorumEpochRequestData.PartitionData(
-        partition_index=f_partition_index,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        preferred_candidates=f_preferred_candidates,
-        unknown_tagged_fields=unk,
+        f_partition_index, f_leader_id, f_leader_epoch, [], f_preferred_candidates, unk
     )
 
 
@@ -933,10 +912,10 @@ def _r_EndQuorumEpochRequestData_TopicData_v1(r: ByteReader) -> EndQuorumEpochRe
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return EndQuorumEpochRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_EndQuorumEpochRequestData_LeaderEndpoint_v1(
@@ -949,10 +928,10 @@ def _r_EndQuorumEpochRequestData_LeaderEndpoint_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochRequestData.LeaderEndpoint(
-        name=f_name, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return EndQuorumEpochRequestData.LeaderEndpoint(f_name, f_host, f_port, unk)
 
 
 def _r_EndQuorumEpochRequestData_v1(r: ByteReader) -> EndQuorumEpochRequestData:
@@ -975,13 +954,10 @@ def _r_EndQuorumEpochRequestData_v1(r: ByteReader) -> EndQuorumEpochRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochRequestData(
-        cluster_id=f_cluster_id,
-        topics=f_topics,
-        leader_endpoints=f_leader_endpoints,
-        unknown_tagged_fields=unk,
-    )
+    return EndQuorumEpochRequestData(f_cluster_id, f_topics, f_leader_endpoints, unk)
 
 
 _W_EndQuorumEpochRequestData = {
@@ -1158,10 +1134,7 @@ def _r_EndQuorumEpochResponseData_PartitionData_v0(
         _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
     )
     return EndQuorumEpochResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
+        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []
     )
 
 
@@ -1177,7 +1150,7 @@ def _r_EndQuorumEpochResponseData_TopicData_v0(
         f_partitions = [
             _r_EndQuorumEpochResponseData_PartitionData_v0(r) for _ in range(n_partitions0)
         ]
-    return EndQuorumEpochResponseData.TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    return EndQuorumEpochResponseData.TopicData(f_topic_name, f_partitions, [])
 
 
 def _r_EndQuorumEpochResponseData_v0(r: ByteReader) -> EndQuorumEpochResponseData:
@@ -1188,7 +1161,7 @@ def _r_EndQuorumEpochResponseData_v0(r: ByteReader) -> EndQuorumEpochResponseDat
         raise _codec.null_in_non_nullable("topics", 0)
     else:
         f_topics = [_r_EndQuorumEpochResponseData_TopicData_v0(r) for _ in range(n_topics0)]
-    return EndQuorumEpochResponseData(error_code=f_error_code, topics=f_topics)
+    return EndQuorumEpochResponseData(f_error_code, f_topics, [], [])
 
 
 def _r_EndQuorumEpochResponseData_PartitionData_v1(
@@ -1201,13 +1174,11 @@ def _r_EndQuorumEpochResponseData_PartitionData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return EndQuorumEpochResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        unknown_tagged_fields=unk,
+        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, unk
     )
 
 
@@ -1227,10 +1198,10 @@ def _r_EndQuorumEpochResponseData_TopicData_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return EndQuorumEpochResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_EndQuorumEpochResponseData_NodeEndpoint_v1(
@@ -1243,10 +1214,10 @@ def _r_EndQuorumEpochResponseData_NodeEndpoint_v1(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochResponseData.NodeEndpoint(
-        node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return EndQuorumEpochResponseData.NodeEndpoint(f_node_id, f_host, f_port, unk)
 
 
 def _r_EndQuorumEpochResponseData_v1(r: ByteReader) -> EndQuorumEpochResponseData:
@@ -1275,13 +1246,10 @@ def _r_EndQuorumEpochResponseData_v1(r: ByteReader) -> EndQuorumEpochResponseDat
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return EndQuorumEpochResponseData(
-        error_code=f_error_code,
-        topics=f_topics,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
-    )
+    return EndQuorumEpochResponseData(f_error_code, f_topics, f_node_endpoints, unk)
 
 
 _W_EndQuorumEpochResponseData = {

@@ -152,8 +152,10 @@ def _r_QuorumStateData_Voter_v0(r: ByteReader) -> QuorumStateData.Voter:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return QuorumStateData.Voter(voter_id=f_voter_id, unknown_tagged_fields=unk)
+    return QuorumStateData.Voter(f_voter_id, unk)
 
 
 def _r_QuorumStateData_v0(r: ByteReader) -> QuorumStateData:
@@ -171,15 +173,18 @@ def _r_QuorumStateData_v0(r: ByteReader) -> QuorumStateData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return QuorumStateData(
-        cluster_id=f_cluster_id,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        voted_id=f_voted_id,
-        applied_offset=f_applied_offset,
-        current_voters=f_current_voters,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        f_leader_id,
+        f_leader_epoch,
+        f_voted_id,
+        Uuid.ZERO,
+        f_applied_offset,
+        f_current_voters,
+        unk,
     )
 
 
@@ -196,13 +201,11 @@ def _r_QuorumStateData_v1(r: ByteReader) -> QuorumStateData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return QuorumStateData(
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        voted_id=f_voted_id,
-        voted_directory_id=f_voted_directory_id,
-        unknown_tagged_fields=unk,
+        "", f_leader_id, f_leader_epoch, f_voted_id, f_voted_directory_id, 0, [], unk
     )
 
 

@@ -160,10 +160,10 @@ def _r_AddRaftVoterRequestData_Listener_v0(r: ByteReader) -> AddRaftVoterRequest
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return AddRaftVoterRequestData.Listener(
-        name=f_name, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return AddRaftVoterRequestData.Listener(f_name, f_host, f_port, unk)
 
 
 def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
@@ -182,14 +182,11 @@ def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return AddRaftVoterRequestData(
-        cluster_id=f_cluster_id,
-        timeout_ms=f_timeout_ms,
-        voter_id=f_voter_id,
-        voter_directory_id=f_voter_directory_id,
-        listeners=f_listeners,
-        unknown_tagged_fields=unk,
+        f_cluster_id, f_timeout_ms, f_voter_id, f_voter_directory_id, f_listeners, True, unk
     )
 
 
@@ -210,15 +207,17 @@ def _r_AddRaftVoterRequestData_v1(r: ByteReader) -> AddRaftVoterRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return AddRaftVoterRequestData(
-        cluster_id=f_cluster_id,
-        timeout_ms=f_timeout_ms,
-        voter_id=f_voter_id,
-        voter_directory_id=f_voter_directory_id,
-        listeners=f_listeners,
-        ack_when_committed=f_ack_when_committed,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        f_timeout_ms,
+        f_voter_id,
+        f_voter_directory_id,
+        f_listeners,
+        f_ack_when_committed,
+        unk,
     )
 
 
@@ -291,13 +290,10 @@ def _r_AddRaftVoterResponseData_v0(r: ByteReader) -> AddRaftVoterResponseData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return AddRaftVoterResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        error_message=f_error_message,
-        unknown_tagged_fields=unk,
-    )
+    return AddRaftVoterResponseData(f_throttle_time_ms, f_error_code, f_error_message, unk)
 
 
 _W_AddRaftVoterResponseData = {0: _w_AddRaftVoterResponseData_v0, 1: _w_AddRaftVoterResponseData_v0}
@@ -374,13 +370,10 @@ def _r_RemoveRaftVoterRequestData_v0(r: ByteReader) -> RemoveRaftVoterRequestDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return RemoveRaftVoterRequestData(
-        cluster_id=f_cluster_id,
-        voter_id=f_voter_id,
-        voter_directory_id=f_voter_directory_id,
-        unknown_tagged_fields=unk,
-    )
+    return RemoveRaftVoterRequestData(f_cluster_id, f_voter_id, f_voter_directory_id, unk)
 
 
 _W_RemoveRaftVoterRequestData = {0: _w_RemoveRaftVoterRequestData_v0}
@@ -452,13 +445,10 @@ def _r_RemoveRaftVoterResponseData_v0(r: ByteReader) -> RemoveRaftVoterResponseD
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return RemoveRaftVoterResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        error_message=f_error_message,
-        unknown_tagged_fields=unk,
-    )
+    return RemoveRaftVoterResponseData(f_throttle_time_ms, f_error_code, f_error_message, unk)
 
 
 _W_RemoveRaftVoterResponseData = {0: _w_RemoveRaftVoterResponseData_v0}
@@ -587,10 +577,10 @@ def _r_UpdateRaftVoterRequestData_Listener_v0(r: ByteReader) -> UpdateRaftVoterR
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return UpdateRaftVoterRequestData.Listener(
-        name=f_name, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return UpdateRaftVoterRequestData.Listener(f_name, f_host, f_port, unk)
 
 
 def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
@@ -603,11 +593,11 @@ def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return UpdateRaftVoterRequestData.KRaftVersionFeature(
-        min_supported_version=f_min_supported_version,
-        max_supported_version=f_max_supported_version,
-        unknown_tagged_fields=unk,
+        f_min_supported_version, f_max_supported_version, unk
     )
 
 
@@ -628,15 +618,17 @@ def _r_UpdateRaftVoterRequestData_v0(r: ByteReader) -> UpdateRaftVoterRequestDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return UpdateRaftVoterRequestData(
-        cluster_id=f_cluster_id,
-        current_leader_epoch=f_current_leader_epoch,
-        voter_id=f_voter_id,
-        voter_directory_id=f_voter_directory_id,
-        listeners=f_listeners,
-        kraft_version_feature=f_kraft_version_feature,
-        unknown_tagged_fields=unk,
+        f_cluster_id,
+        f_current_leader_epoch,
+        f_voter_id,
+        f_voter_directory_id,
+        f_listeners,
+        f_kraft_version_feature,
+        unk,
     )
 
 
@@ -743,13 +735,11 @@ def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return UpdateRaftVoterResponseData.CurrentLeader(
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        host=f_host,
-        port=f_port,
-        unknown_tagged_fields=unk,
+        f_leader_id, f_leader_epoch, f_host, f_port, unk
     )
 
 
@@ -770,13 +760,10 @@ def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseD
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("currentLeader", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return UpdateRaftVoterResponseData(
-        throttle_time_ms=f_throttle_time_ms,
-        error_code=f_error_code,
-        current_leader=f_current_leader,
-        unknown_tagged_fields=unk,
-    )
+    return UpdateRaftVoterResponseData(f_throttle_time_ms, f_error_code, f_current_leader, unk)
 
 
 _W_UpdateRaftVoterResponseData = {0: _w_UpdateRaftVoterResponseData_v0}

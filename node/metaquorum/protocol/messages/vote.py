@@ -244,14 +244,19 @@ def _r_VoteRequestData_PartitionData_v0(r: ByteReader) -> VoteRequestData.Partit
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return VoteRequestData.PartitionData(
-        partition_index=f_partition_index,
-        replica_epoch=f_replica_epoch,
-        replica_id=f_replica_id,
-        last_offset_epoch=f_last_offset_epoch,
-        last_offset=f_last_offset,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_replica_epoch,
+        f_replica_id,
+        Uuid.ZERO,
+        Uuid.ZERO,
+        f_last_offset_epoch,
+        f_last_offset,
+        False,
+        unk,
     )
 
 
@@ -267,10 +272,10 @@ def _r_VoteRequestData_TopicData_v0(r: ByteReader) -> VoteRequestData.TopicData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return VoteRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_VoteRequestData_v0(r: ByteReader) -> VoteRequestData:
@@ -285,8 +290,10 @@ def _r_VoteRequestData_v0(r: ByteReader) -> VoteRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteRequestData(cluster_id=f_cluster_id, topics=f_topics, unknown_tagged_fields=unk)
+    return VoteRequestData(f_cluster_id, -1, f_topics, unk)
 
 
 def _r_VoteRequestData_PartitionData_v1(r: ByteReader) -> VoteRequestData.PartitionData:
@@ -307,16 +314,19 @@ def _r_VoteRequestData_PartitionData_v1(r: ByteReader) -> VoteRequestData.Partit
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return VoteRequestData.PartitionData(
-        partition_index=f_partition_index,
-        replica_epoch=f_replica_epoch,
-        replica_id=f_replica_id,
-        replica_directory_id=f_replica_directory_id,
-        voter_directory_id=f_voter_directory_id,
-        last_offset_epoch=f_last_offset_epoch,
-        last_offset=f_last_offset,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_replica_epoch,
+        f_replica_id,
+        f_replica_directory_id,
+        f_voter_directory_id,
+        f_last_offset_epoch,
+        f_last_offset,
+        False,
+        unk,
     )
 
 
@@ -332,10 +342,10 @@ def _r_VoteRequestData_TopicData_v1(r: ByteReader) -> VoteRequestData.TopicData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return VoteRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_VoteRequestData_v1(r: ByteReader) -> VoteRequestData:
@@ -351,10 +361,10 @@ def _r_VoteRequestData_v1(r: ByteReader) -> VoteRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteRequestData(
-        cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tagged_fields=unk
-    )
+    return VoteRequestData(f_cluster_id, f_voter_id, f_topics, unk)
 
 
 def _r_VoteRequestData_PartitionData_v2(r: ByteReader) -> VoteRequestData.PartitionData:
@@ -376,17 +386,19 @@ def _r_VoteRequestData_PartitionData_v2(r: ByteReader) -> VoteRequestData.Partit
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return VoteRequestData.PartitionData(
-        partition_index=f_partition_index,
-        replica_epoch=f_replica_epoch,
-        replica_id=f_replica_id,
-        replica_directory_id=f_replica_directory_id,
-        voter_directory_id=f_voter_directory_id,
-        last_offset_epoch=f_last_offset_epoch,
-        last_offset=f_last_offset,
-        pre_vote=f_pre_vote,
-        unknown_tagged_fields=unk,
+        f_partition_index,
+        f_replica_epoch,
+        f_replica_id,
+        f_replica_directory_id,
+        f_voter_directory_id,
+        f_last_offset_epoch,
+        f_last_offset,
+        f_pre_vote,
+        unk,
     )
 
 
@@ -402,10 +414,10 @@ def _r_VoteRequestData_TopicData_v2(r: ByteReader) -> VoteRequestData.TopicData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteRequestData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return VoteRequestData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_VoteRequestData_v2(r: ByteReader) -> VoteRequestData:
@@ -421,10 +433,10 @@ def _r_VoteRequestData_v2(r: ByteReader) -> VoteRequestData:
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteRequestData(
-        cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tagged_fields=unk
-    )
+    return VoteRequestData(f_cluster_id, f_voter_id, f_topics, unk)
 
 
 _W_VoteRequestData = {0: _w_VoteRequestData_v0, 1: _w_VoteRequestData_v1, 2: _w_VoteRequestData_v2}
@@ -569,14 +581,11 @@ def _r_VoteResponseData_PartitionData_v0(r: ByteReader) -> VoteResponseData.Part
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
     return VoteResponseData.PartitionData(
-        partition_index=f_partition_index,
-        error_code=f_error_code,
-        leader_id=f_leader_id,
-        leader_epoch=f_leader_epoch,
-        vote_granted=f_vote_granted,
-        unknown_tagged_fields=unk,
+        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted, unk
     )
 
 
@@ -592,10 +601,10 @@ def _r_VoteResponseData_TopicData_v0(r: ByteReader) -> VoteResponseData.TopicDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return VoteResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_VoteResponseData_v0(r: ByteReader) -> VoteResponseData:
@@ -613,8 +622,10 @@ def _r_VoteResponseData_v0(r: ByteReader) -> VoteResponseData:
         if tag == 0:
             raise _codec.invalid_tag(tag, 0)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=unk)
+    return VoteResponseData(f_error_code, f_topics, [], unk)
 
 
 def _r_VoteResponseData_TopicData_v1(r: ByteReader) -> VoteResponseData.TopicData:
@@ -629,10 +640,10 @@ def _r_VoteResponseData_TopicData_v1(r: ByteReader) -> VoteResponseData.TopicDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return VoteResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_VoteResponseData_NodeEndpoint_v1(r: ByteReader) -> VoteResponseData.NodeEndpoint:
@@ -643,10 +654,10 @@ def _r_VoteResponseData_NodeEndpoint_v1(r: ByteReader) -> VoteResponseData.NodeE
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData.NodeEndpoint(
-        node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=unk
-    )
+    return VoteResponseData.NodeEndpoint(f_node_id, f_host, f_port, unk)
 
 
 def _r_VoteResponseData_v1(r: ByteReader) -> VoteResponseData:
@@ -674,13 +685,10 @@ def _r_VoteResponseData_v1(r: ByteReader) -> VoteResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData(
-        error_code=f_error_code,
-        topics=f_topics,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
-    )
+    return VoteResponseData(f_error_code, f_topics, f_node_endpoints, unk)
 
 
 def _r_VoteResponseData_TopicData_v2(r: ByteReader) -> VoteResponseData.TopicData:
@@ -695,10 +703,10 @@ def _r_VoteResponseData_TopicData_v2(r: ByteReader) -> VoteResponseData.TopicDat
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
         size = r.read_unsigned_varint()
+        if unk and tag <= unk[-1].tag:
+            raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
         unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData.TopicData(
-        topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=unk
-    )
+    return VoteResponseData.TopicData(f_topic_name, f_partitions, unk)
 
 
 def _r_VoteResponseData_v2(r: ByteReader) -> VoteResponseData:
@@ -726,13 +734,10 @@ def _r_VoteResponseData_v2(r: ByteReader) -> VoteResponseData:
             if r.pos != end:
                 raise _codec.tagged_size_mismatch("nodeEndpoints", tag, end, r.pos)
         else:
+            if unk and tag <= unk[-1].tag:
+                raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return VoteResponseData(
-        error_code=f_error_code,
-        topics=f_topics,
-        node_endpoints=f_node_endpoints,
-        unknown_tagged_fields=unk,
-    )
+    return VoteResponseData(f_error_code, f_topics, f_node_endpoints, unk)
 
 
 _W_VoteResponseData = {
