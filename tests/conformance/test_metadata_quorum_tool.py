@@ -53,10 +53,10 @@ def test_kafka_metadata_quorum_tool_describes_our_quorum(
     tmp_path: Path, kafka_classpath: str
 ) -> None:
     extra = {"metadata.log.max.record.bytes.between.snapshots": "1500"}
-    with running_quorum(tmp_path, extra=extra) as q:
+    with running_quorum(tmp_path, extra=extra, observers=1) as q:
         leader, epoch = q.wait_for_leader(30)
         asyncio.run(_append(q, 200))  # data batches, and a snapshot on every node
-        time.sleep(1.0)  # let every follower fetch once more (LEO and HW settle)
+        time.sleep(1.5)  # let every follower and the observer fetch again (LEO and HW settle)
         boot = q.nodes[1 if leader != 1 else 2].address  # bootstrap through a follower
         kafka_status = run_kafka_class(
             kafka_classpath, TOOL, ["--bootstrap-controller", boot, "describe", "--status"]
@@ -88,7 +88,8 @@ def test_kafka_metadata_quorum_tool_describes_our_quorum(
             ours_rep.stdout,
         )
         statuses = [r[-1] for r in _replication_rows(kafka_rep.stdout)[1:]]
-        assert statuses == ["Leader", "Follower", "Follower"]
+        assert statuses == ["Leader", "Follower", "Follower", "Observer"]
+        assert k["CurrentObservers:"] == '[{"id": 4}]'
 
     # After a clean stop: Kafka's DumpLogSegments reads every node's segments and snapshots.
     files = []

@@ -13,9 +13,9 @@ from metaquorum.runtime.local_quorum import LocalQuorum
 
 @contextmanager
 def running_quorum(
-    base: Path, voters: int = 3, extra: dict[str, str] | None = None
+    base: Path, voters: int = 3, extra: dict[str, str] | None = None, observers: int = 0
 ) -> Iterator[LocalQuorum]:
-    q = LocalQuorum(base, voters, extra=extra)
+    q = LocalQuorum(base, voters, observers=observers, extra=extra)
     q.write_configs()
     q.format()
     q.start_all()
