@@ -195,3 +195,20 @@ def test_records_field_is_bytes_or_none() -> None:
         responses=[FetchResponseData.FetchableTopicResponse(partitions=[null])]
     )
     assert FetchResponseData.decode(msg2.encode(4), 4).responses[0].partitions[0].records is None
+
+
+def test_unknown_tags_out_of_order_refused_on_decode_and_encode() -> None:
+    body = VoteRequestData().encode(0)[:-1]
+    ok = body + h("02 03 00 09 01 ff")  # unknown tags 3 then 9
+    assert VoteRequestData.decode(ok, 0).unknown_tagged_fields == [
+        RawTaggedField(3, b""),
+        RawTaggedField(9, b"\xff"),
+    ]
+    for bad in (body + h("02 09 00 03 00"), body + h("02 03 00 03 00")):
+        with pytest.raises(ProtocolError, match="out of order"):
+            VoteRequestData.decode(bad, 0)
+    unsorted = VoteRequestData(
+        unknown_tagged_fields=[RawTaggedField(9, b""), RawTaggedField(3, b"")]
+    )
+    with pytest.raises(ProtocolError, match="ascending"):
+        unsorted.encode(0)

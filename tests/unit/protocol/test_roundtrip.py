@@ -81,3 +81,10 @@ def test_binary_roundtrip_long(name: str, version: int, data: st.DataObject) -> 
     encoded = msg.encode(version)
     assert cls.decode(encoded, version) == msg
     assert cls.decode(encoded, version).encode(version) == encoded
+
+
+def test_strategy_for_refuses_unknown_names_and_versions() -> None:
+    with pytest.raises(ValueError, match="unknown message"):
+        strategy_for("NoSuchRequest", 0)
+    with pytest.raises(ValueError, match="no version 3"):
+        strategy_for("FetchRequest", 3)
