@@ -18,7 +18,8 @@ from __future__ import annotations
 import datetime
 import logging
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import kopf
 from kubernetes import client, config
@@ -88,17 +89,13 @@ def reconcile(
         operator=_state.get("operator") or OperatorConfig.from_env(),
     )
     quorum: planner.ObservedQuorum | None = None  # DescribeQuorum arrives with the node.
-    action: planner.Action = planner.Converged()
-    observed = kube.observe(names)
+
+    def done(action: planner.Action) -> None:
+        _post(body, action)
+        logger.info("%s", _describe(action))
+
     try:
-        for _step in range(MAX_STEPS):
-            action = planner.plan(desired, observed, quorum)
-            if isinstance(action, (planner.Wait, planner.Converged)):
-                break
-            kube.execute(action, names)
-            _post(body, action)
-            logger.info("%s", _describe(action))
-            observed = kube.observe(names)
+        action, observed = run_steps(kube, desired, quorum, done)
     except planner.NotOwned as e:
         kopf.warn(body, reason="NotOwned", message=str(e))
         raise kopf.TemporaryError(str(e), delay=30) from e
@@ -115,6 +112,34 @@ def reconcile(
     )
     if differs(new, dict(status)):
         kube.write_status(names, new)
+
+
+class Cluster(Protocol):
+    """What the step loop needs from the cluster (kube.Kube; a model in the unit tests)."""
+
+    def observe(self, names: Names) -> planner.Observed: ...
+
+    def execute(self, action: planner.Action, names: Names) -> None: ...
+
+
+def run_steps(
+    kube: Cluster,
+    desired: planner.Desired,
+    quorum: planner.ObservedQuorum | None,
+    on_action: Callable[[planner.Action], None],
+) -> tuple[planner.Action, planner.Observed]:
+    """Observe, plan, execute one action, observe again: until the planner waits or is
+    converged, at most MAX_STEPS actions. Returns the last plan and the last observation."""
+    observed = kube.observe(desired.names)
+    action: planner.Action = planner.Converged()
+    for _step in range(MAX_STEPS):
+        action = planner.plan(desired, observed, quorum)
+        if isinstance(action, (planner.Wait, planner.Converged)):
+            break
+        kube.execute(action, desired.names)
+        on_action(action)
+        observed = kube.observe(desired.names)
+    return action, observed
 
 
 def _describe(action: planner.Action) -> str:
