@@ -96,6 +96,7 @@ class RaftNode:
         self.rng = rng
         self.log = log
         self.voter_history = VoterSetHistory(voters)
+        self.voters: VoterSet = voters  # == voter_history.latest(), cached (hot path)
         self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
         self.purgatory: FetchPurgatory[fetch.ParkedRequest] = FetchPurgatory()
         self.accumulator = BatchAccumulator(config.append_linger_ms, config.max_batch_size_bytes)
@@ -113,12 +114,8 @@ class RaftNode:
 
     # --- identity ----------------------------------------------------------------------------
     @property
-    def voters(self) -> VoterSet:
-        return self.voter_history.latest()
-
-    @property
     def is_voter(self) -> bool:
-        return self.local_id in self.voters
+        return self.local_id in self.voters.voter_ids
 
     @property
     def epoch(self) -> int:
