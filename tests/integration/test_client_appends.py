@@ -76,6 +76,12 @@ def test_concurrent_clients_commit_and_read_back_in_order(tmp_path: Path) -> Non
         asyncio.run(scenario())
         r = our_cli("log", "--bootstrap-controller", q.nodes[1].address, "tail", "--from", "0")
         assert r.returncode == 0 and r.stdout.count("\n") == 200
+    # One epoch, clean stop: followers stored the leader's batches byte for byte.
+    segments = {
+        (n.directory / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes()
+        for n in q.nodes.values()
+    }
+    assert len(segments) == 1
 
 
 def test_kill_leader_under_load_loses_no_acknowledged_record(tmp_path: Path) -> None:
