@@ -97,6 +97,10 @@ class KafkaOracle:
         self._reader.start()
         self.requests_sent = 0
 
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        return self._proc
+
     def _read_loop(self) -> None:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +27,9 @@ from tests.conformance.oracle_client import (
     DAMAGE_VERDICTS,
     MESSAGE_COVERAGE,
     KafkaOracle,
+    OracleDied,
     OracleError,
+    build_oracle,
 )
 from tests.support.message_strategies import strategy_for
 
@@ -96,6 +99,15 @@ def test_oracle_answers_bad_input(kafka_oracle: KafkaOracle) -> None:
     reply = kafka_oracle.request({"op": "no_such_op"})
     assert reply["ok"] is False
     assert kafka_oracle.ping()
+
+
+def test_oracle_death_is_reported_not_hung(kafka_lib: Path) -> None:
+    with KafkaOracle(build_oracle(kafka_lib), kafka_lib, timeout=30) as oracle:
+        assert oracle.ping()
+        oracle.process.kill()
+        oracle.process.wait(timeout=10)
+        with pytest.raises(OracleDied):
+            oracle.ping()
 
 
 def test_oracle_batch_keeps_order(kafka_oracle: KafkaOracle) -> None:

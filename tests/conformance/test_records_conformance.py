@@ -26,12 +26,20 @@ from metaquorum.protocol.control_records import (
     snapshot_footer_batch,
     snapshot_header_batch,
 )
+from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
     KRaftVersionRecord,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
 )
-from metaquorum.protocol.records import Header, RecordBatch, SimpleRecord, build_batch, iter_batches
+from metaquorum.protocol.records import (
+    CompressionType,
+    Header,
+    RecordBatch,
+    SimpleRecord,
+    build_batch,
+    iter_batches,
+)
 
 from tests.conformance.oracle_client import Json, KafkaOracle
 from tests.support.message_strategies import strategy_for
@@ -453,3 +461,35 @@ def test_kraft_batch_shapes(
             base_offset=base, epoch=epoch, timestamp=timestamp, control=_control_spec(messages)
         )
         assert ours.hex() == theirs.hex(), [type(m).__name__ for m in messages]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=BATCH, codec=st.sampled_from(["gzip", "snappy", "lz4", "zstd"]))
+def test_compressed_kafka_batches_are_refused_cleanly(
+    kafka_oracle: KafkaOracle, case: Json, codec: str
+) -> None:
+    """KRaft never compresses, and we read only uncompressed batches: a batch Kafka compressed
+    still parses at the header level (offsets, epoch, CRC, codec id) and its records raise
+    ProtocolError, never another exception."""
+    data = bytes.fromhex(
+        kafka_oracle.call(
+            "records_build",
+            baseOffset=case["base_offset"],
+            epoch=case["epoch"],
+            timestamp=case["timestamp"],
+            compression=codec,
+            records=[{"key": _b64(r.key), "value": _b64(r.value)} for r in case["records"]],
+        )["hex"]
+    )
+    (kafka,) = kafka_oracle.records_read(data)["batches"]
+    (batch,) = iter_batches(data)
+    assert kafka["compression"] == codec
+    assert batch.compression_type == CompressionType[codec.upper()]
+    assert batch.is_valid() and kafka["crcValid"]
+    assert (batch.base_offset, batch.last_offset, batch.records_count) == (
+        kafka["baseOffset"],
+        kafka["lastOffset"],
+        kafka["count"],
+    )
+    with pytest.raises(ProtocolError, match="compressed"):
+        list(batch)

@@ -12,7 +12,8 @@
  *   versions      {message}                           -> {lowest, highest, flexible: [..],
  *                                                         api: {...} for request/response types}
  *   records_read  {hex}                               -> {batches: [...], validBytes, sizeInBytes}
- *   records_build {baseOffset, epoch, timestamp, records: [{key, value, headers}], mode}
+ *   records_build {baseOffset, epoch, timestamp, records: [{key, value, headers}], mode,
+ *                  compression (none|gzip|snappy|lz4|zstd, memory mode only)}
  *                 {baseOffset, epoch, timestamp, control: [{type, json}], helper} -> {hex}
  *                 (helper: one record via MemoryRecords.with<Type>Message, else one batch
  *                 through MemoryRecordsBuilder.append<Type>Message, as LeaderState does)
@@ -482,8 +483,9 @@ public final class Oracle {
             }
             built = builder.build();
         } else {
+            Compression compression = Compression.of(req.path("compression").asText("none")).build();
             MemoryRecordsBuilder builder = MemoryRecords.builder(buffer, RecordBatch.CURRENT_MAGIC_VALUE,
-                Compression.NONE, TimestampType.CREATE_TIME, baseOffset, timestamp, RecordBatch.NO_PRODUCER_ID,
+                compression, TimestampType.CREATE_TIME, baseOffset, timestamp, RecordBatch.NO_PRODUCER_ID,
                 RecordBatch.NO_PRODUCER_EPOCH, RecordBatch.NO_SEQUENCE, false, epoch);
             long offset = baseOffset;
             for (JsonNode r : req.path("records")) {
