@@ -9,6 +9,7 @@
  *   encode        {message, version, json}            -> {hex}
  *   decode        {message, version, hex}             -> {json, hex (Kafka's re-encoding, or
  *                                                         null and writeError if it refuses)}
+ *   default       {message, version}                  -> {json, hex} of new <Name>Data()
  *   versions      {message}                           -> {lowest, highest, flexible: [..],
  *                                                         api: {...} for request/response types}
  *   records_read  {hex}                               -> {batches: [...], validBytes, sizeInBytes}
@@ -197,6 +198,16 @@ public final class Oracle {
             out.put("writeError", e.getClass().getName() + ": " + e.getMessage());
         }
         out.put("unknownTaggedFields", msg.unknownTaggedFields().size());
+        return out;
+    }
+
+    private static ObjectNode defaults(JsonNode req) throws Exception {
+        MessageKind k = kind(text(req, "message"));
+        short v = version(req);
+        Message msg = (Message) k.cls.getConstructor().newInstance();
+        ObjectNode out = NODES.objectNode();
+        out.set("json", k.toJson(msg, v));
+        out.put("hex", HEX.formatHex(write(msg, v)));
         return out;
     }
 
@@ -539,6 +550,8 @@ public final class Oracle {
                 return decode(req);
             case "versions":
                 return versions(req);
+            case "default":
+                return defaults(req);
             case "records_read":
                 return recordsRead(req);
             case "records_build":
