@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -100,5 +103,21 @@ def test_snapshots_move_log_start_and_observer_catches_up_through_one(tmp_path: 
         q.start(follower)
         final = _same_state_everywhere(q, [*q.voter_ids, 4], 30)
         assert final["keys"] == 40 and final["digest"] == _digest(expected)
+
+        # `snapshot create` on demand (POST /snapshot): a snapshot at the applied offset.
+        expected.update(_append_many(q, 3, start=450))
+        _same_state_everywhere(q, [leader], 10)
+        node = q.nodes[leader]
+        req = urllib.request.Request(f"http://127.0.0.1:{node.http_port}/snapshot", method="POST")
+        with urllib.request.urlopen(req, timeout=15) as r:
+            created = json.loads(r.read())
+        s = node.status()
+        assert s is not None
+        assert created["end_offset"] == s["state_machine"]["applied_offset"]
+        name = f"{created['end_offset']:020d}-{created['epoch']:010d}.checkpoint"
+        assert (node.directory / "__cluster_metadata-0" / name).exists()
+        with pytest.raises(urllib.error.HTTPError) as again:  # nothing new since
+            urllib.request.urlopen(req, timeout=15)
+        assert again.value.code == 409
     finally:
         q.stop_all()

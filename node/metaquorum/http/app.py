@@ -1,12 +1,14 @@
-"""aiohttp app of a running node: /metrics, /healthz, /readyz, /status.
+"""aiohttp app of a running node: /metrics, /healthz, /readyz, /status, POST /snapshot.
 
 Role: expose the node's view of the quorum. /metrics uses Kafka's `raft-metrics` names
 (reference §7) in Prometheus form: group and name joined, dashes as underscores, e.g.
 `kafka-metrics raft-metrics current-leader` -> `kafka_server_raft_metrics_current_leader`
 (the JMX exporter's usual mapping of `kafka.server:type=raft-metrics`).
 /healthz is 200 while the driver runs; /readyz 200 when a leader is known and this replica is
-caught up (else 503 with the reason); /status the JSON of `node_status`.
-Invariants: read-only; every value is read from the driver at request time.
+caught up (else 503 with the reason); /status the JSON of `node_status`; POST /snapshot
+snapshots the state machine now (the node side of `snapshot create`: 200 with the snapshot id,
+409 when nothing new is committed).
+Invariants: the GET endpoints only read; every value is read from the driver at request time.
 """
 
 from __future__ import annotations
@@ -102,6 +104,12 @@ def build_app(runtime: NodeRuntime) -> web.Application:
     async def status(_: web.Request) -> web.Response:
         return web.json_response(node_status(runtime.driver))
 
+    async def snapshot(_: web.Request) -> web.Response:
+        done = await runtime.driver.snapshot_now()
+        if done is None:
+            return web.json_response({"error": "nothing new committed to snapshot"}, status=409)
+        return web.json_response({"end_offset": done[0], "epoch": done[1]})
+
     app = web.Application()
     app.add_routes(
         [
@@ -109,6 +117,7 @@ def build_app(runtime: NodeRuntime) -> web.Application:
             web.get("/healthz", healthz),
             web.get("/readyz", readyz),
             web.get("/status", status),
+            web.post("/snapshot", snapshot),
         ]
     )
     return app

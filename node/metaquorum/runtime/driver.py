@@ -280,16 +280,33 @@ class Driver:
     def _maybe_snapshot(self) -> None:
         """Every `metadata.log.max.record.bytes.between.snapshots` applied bytes, snapshot the
         state machine below its applied offset (the core refuses it if not committed)."""
+        if self.state_machine.bytes_since_snapshot >= self.config.snapshot_bytes:
+            self._create_snapshot()
+
+    def _create_snapshot(self) -> int | None:
         sm = self.state_machine
-        if sm.bytes_since_snapshot < self.config.snapshot_bytes:
-            return
         end = sm.applied_offset
         log = self.node.log
         if not log.start_offset < end <= log.end_offset:
-            return
+            return None
         sm.snapshot_written()
         payload = sm.snapshot_payload(log.entry(end - 1).epoch, now_ms())
         self.post(CreateSnapshot(end, payload))
+        return end
+
+    async def snapshot_now(self, timeout_s: float = 10.0) -> tuple[int, int] | None:
+        """`snapshot create`: snapshot the state machine now; (end offset, epoch) once it is
+        written, or None when there is nothing new to snapshot."""
+        end = self._create_snapshot()
+        if end is None:
+            return None
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while asyncio.get_running_loop().time() < deadline:
+            snap = self.node.log.snapshot
+            if snap is not None and snap.snapshot_id.offset >= end:
+                return snap.snapshot_id.offset, snap.snapshot_id.epoch
+            await asyncio.sleep(0.01)
+        return None
 
     def _append(self, entries: tuple[LogEntry, ...]) -> None:
         if not entries:
