@@ -67,6 +67,12 @@ class PodRun:
     exited_at: float | None = None
     stopping_since: float | None = None
     reported_exit: bool = False
+    liveness: dict[str, Any] | None = None
+    started_at: float | None = None
+    next_liveness: float = 0.0
+    live_failures: int = 0
+    ready_streak: int = 0
+    ready_failures: int = 0
     grace: float = 30.0
     pv_dirs: dict[str, str] = field(default_factory=dict)
 
@@ -213,6 +219,7 @@ class Kubelet:
             cwd=workdir,
             logfile=pod_dir / f"{c['name']}.log",
             probe=c.get("readinessProbe"),
+            liveness=c.get("livenessProbe"),
             grace=float(spec.get("terminationGracePeriodSeconds") or 30),
             pv_dirs=pv_dirs,
         )
@@ -223,6 +230,12 @@ class Kubelet:
     def launch(self, run: PodRun) -> None:
         """Start the process; a command that cannot start counts as an exit with 127."""
         run.exited_at, run.ready, run.next_probe = None, False, 0.0
+        run.started_at, run.live_failures, run.ready_streak, run.ready_failures = (
+            time.monotonic(),
+            0,
+            0,
+            0,
+        )
         with open(run.logfile, "ab") as out:
             try:
                 run.proc = subprocess.Popen(
@@ -269,13 +282,32 @@ class Kubelet:
                 self.launch(run)
                 self.report(pod["metadata"], run, c)
             return
-        if time.monotonic() < run.next_probe:
+        now_s = time.monotonic()
+        if run.liveness and now_s >= run.next_liveness and run.started_at is not None:
+            run.next_liveness = now_s + min(float(run.liveness.get("periodSeconds", 10)), 1.0)
+            delay = float(run.liveness.get("initialDelaySeconds", 0))
+            if now_s - run.started_at >= delay:
+                run.live_failures = probes.step(
+                    probes.check(run.liveness, run.ip, c, run.env), run.live_failures
+                )
+                if run.live_failures >= int(run.liveness.get("failureThreshold", 3)):
+                    log.info("%s/%s failed its liveness probe: killing", run.namespace, run.name)
+                    run.live_failures = 0
+                    self.kill(run, signal.SIGKILL)
+                    return
+        if now_s < run.next_probe:
             return
         period = float((run.probe or {}).get("periodSeconds", 10))
-        run.next_probe = time.monotonic() + min(period, 1.0)
-        ready = probes.check(run.probe, run.ip, c, run.env)
-        if ready != run.ready:
-            run.ready = ready
+        run.next_probe = now_s + min(period, 1.0)
+        ok = probes.check(run.probe, run.ip, c, run.env)
+        run.ready_streak = run.ready_streak + 1 if ok else 0
+        run.ready_failures = 0 if ok else run.ready_failures + 1
+        probe = run.probe or {}
+        if not run.ready and run.ready_streak >= int(probe.get("successThreshold", 1)):
+            run.ready = True
+            self.report(pod["metadata"], run, c)
+        elif run.ready and run.ready_failures >= int(probe.get("failureThreshold", 3)):
+            run.ready = False
             self.report(pod["metadata"], run, c)
 
     def report(self, meta: dict[str, Any], run: PodRun, c: dict[str, Any]) -> None:

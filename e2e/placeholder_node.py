@@ -5,7 +5,7 @@ container contract (docs/operator.md): reads its config file (--config), keeps a
 (METAQUORUM_DATA_DIR) and serves HTTP on $POD_IP:$METAQUORUM_HTTP_PORT with /healthz and
 /readyz. Extra endpoints for tests: /status (JSON: data-dir marker, whether this start found an
 empty directory, the config file), /resolve?host=NAME (how this process resolves a name),
-/unready?seconds=N (/readyz answers 503 for N seconds).
+/unready?seconds=N and /unhealthy?seconds=N (/readyz, /healthz answer 503 for N seconds).
 Invariant: the marker file in the data dir is written once per empty directory, so a test can
 tell a kept disk from a new one. Stops on SIGTERM.
 """
@@ -40,6 +40,7 @@ def main() -> int:
         marker.write_text(uuid.uuid4().hex)
     config = Path(args.config).read_text() if args.config and Path(args.config).exists() else ""
     unready_until = [0.0]
+    unhealthy_until = [0.0]
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -47,12 +48,16 @@ def main() -> int:
             if u.path == "/readyz" and time.monotonic() < unready_until[0]:
                 self.send_error(503, "made unready by /unready")
                 return
+            if u.path == "/healthz" and time.monotonic() < unhealthy_until[0]:
+                self.send_error(503, "made unhealthy by /unhealthy")
+                return
             if u.path in ("/healthz", "/readyz"):
                 body: object = "ok"
-            elif u.path == "/unready":
+            elif u.path in ("/unready", "/unhealthy"):
                 seconds = float(parse_qs(u.query)["seconds"][0])
-                unready_until[0] = time.monotonic() + seconds
-                body = {"unready_for": seconds}
+                until = unready_until if u.path == "/unready" else unhealthy_until
+                until[0] = time.monotonic() + seconds
+                body = {u.path[1:] + "_for": seconds}
             elif u.path == "/status":
                 body = {
                     "marker": marker.read_text() if marker.exists() else None,

@@ -2,8 +2,10 @@
 
 Role: decide a pod's Ready condition the way the kubelet does: an HTTP GET answered 200-399, a TCP
 connect that succeeds, or an exec command that exits 0; no probe means ready once running.
-Named ports resolve through the container's `ports`. Invariant: never raises, a probe that
-cannot run is a failed probe.
+Named ports resolve through the container's `ports`. The stand-in applies successThreshold /
+failureThreshold for readiness and initialDelaySeconds / failureThreshold for liveness (a failed
+liveness probe kills the process, which is then restarted). Invariant: never raises, a probe
+that cannot run is a failed probe.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def resolve_port(port: int | str, container: Mapping[str, Any]) -> int:
         if p.get("name") == port:
             return int(p["containerPort"])
     raise ValueError(f"no container port named {port!r}")
+
+
+def step(ok: bool, failures: int) -> int:
+    """Consecutive failures after one probe result."""
+    return 0 if ok else failures + 1
 
 
 def check(

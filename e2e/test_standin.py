@@ -47,6 +47,8 @@ spec:
         - {{name: METAQUORUM_DATA_DIR, value: /data/node}}
         ports: [{{name: http, containerPort: 8080}}]
         readinessProbe: {{httpGet: {{path: /readyz, port: http}}, periodSeconds: 1}}
+        livenessProbe: {{httpGet: {{path: /healthz, port: http}}, periodSeconds: 1,
+                        failureThreshold: 2}}
         volumeMounts: [{{name: data, mountPath: /data}}]
   volumeClaimTemplates:
   - metadata: {{name: data}}
@@ -170,3 +172,17 @@ def test_a_command_that_cannot_start_is_retried_and_never_ready(
     wait_for(retried, 30, "two restarts of a command that cannot start")
     log = cluster.standin("/pods")
     assert any(p["name"] == "broken" and p["pid"] is None for p in log)
+
+
+def test_failed_liveness_probe_restarts_the_process(cluster: Cluster, web: str) -> None:
+    before = status(cluster, web, "web-2")
+    cluster.pod_http(web, "web-2", 8080, "/unhealthy?seconds=60")
+
+    def restarted() -> bool:
+        p = cluster.core.read_namespaced_pod("web-2", web)
+        cs = p.status.container_statuses or []
+        return bool(cs and cs[0].restart_count >= 1 and cs[0].ready)
+
+    wait_for(restarted, 60, "web-2 restarted after failing its liveness probe")
+    after = status(cluster, web, "web-2")
+    assert after["marker"] == before["marker"] and after["fresh"] is False
