@@ -82,7 +82,7 @@ def test_truncation_of_every_prefix_is_a_protocol_error() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "version"), PAIRS, ids=IDS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=st.binary(max_size=256))
 def test_random_bytes_long(name: str, version: int, data: bytes) -> None:
     _decode_or_protocol_error(MESSAGES[name], data, version)

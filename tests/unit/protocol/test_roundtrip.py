@@ -73,7 +73,7 @@ def test_json_roundtrip(name: str, version: int, data: st.DataObject) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "version"), PAIRS, ids=[f"{n}-v{v}" for n, v in PAIRS])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_binary_roundtrip_long(name: str, version: int, data: st.DataObject) -> None:
     cls = MESSAGES[name]
