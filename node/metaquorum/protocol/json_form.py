@@ -11,7 +11,8 @@ Rules (Kafka 4.3.1 `JsonConverterGenerator`):
   are omitted;
 - reading: a non-tagged field of the version that is missing is an error ("mandatory"); a
   field present in the JSON is read even if the version lacks it (writing it then follows the
-  ignorable rule); values out of their type's range are refused.
+  ignorable rule); keys the message does not have are ignored (unless `strict`); values out of
+  their type's range are refused.
 Every bad input raises ProtocolError naming the JSON path.
 """
 
@@ -103,15 +104,19 @@ def _value_to_json(msg: Message, top: type, fld: Field, value: Any, version: int
     return value
 
 
-def from_json(cls: type, obj: Any, version: int) -> Any:
-    """Build a `cls` instance from Kafka's JSON form at `version` (ProtocolError if invalid)."""
+def from_json(cls: type, obj: Any, version: int, *, strict: bool = False) -> Any:
+    """Build a `cls` instance from Kafka's JSON form at `version` (ProtocolError if invalid).
+
+    Like Kafka's converter, keys the message does not have are ignored (a `quorum-state` file's
+    `data_version`, say); `strict=True` refuses them instead.
+    """
     msg = _spec(cls)
     if version not in msg.versions():
         raise ProtocolError(
             f"unsupported version {version} of {msg.name} ({msg.lowest}-{msg.highest})"
         )
     return _struct_from_json(
-        msg, cls, cls, fields=msg.fields, obj=obj, version=version, path=msg.name
+        msg, cls, cls, fields=msg.fields, obj=obj, version=version, path=msg.name, strict=strict
     )
 
 
@@ -124,13 +129,14 @@ def _struct_from_json(
     obj: Any,
     version: int,
     path: str,
+    strict: bool,
 ) -> Any:
     if not isinstance(obj, dict):
         raise ProtocolError(f"{path}: expected a JSON object, got {type(obj).__name__}")
-    known = {fld.json_name for fld in fields}
-    extra = sorted(set(obj) - known)
-    if extra:
-        raise ProtocolError(f"{path}: unknown field(s) {', '.join(extra)}")
+    if strict:
+        extra = sorted(set(obj) - {fld.json_name for fld in fields})
+        if extra:
+            raise ProtocolError(f"{path}: unknown field(s) {', '.join(extra)}")
     kwargs: dict[str, Any] = {}
     for fld in fields:
         where = f"{path}.{fld.json_name}"
@@ -140,7 +146,9 @@ def _struct_from_json(
                 raise ProtocolError(f"{where}: missing, and it is mandatory in version {version}")
             continue
         node = obj[fld.json_name]
-        kwargs[fld.py_name] = _value_from_json(msg, top, fld, node, version=version, where=where)
+        kwargs[fld.py_name] = _value_from_json(
+            msg, top, fld, node, version=version, where=where, strict=strict
+        )
     try:
         return target(**kwargs)
     except TypeError as exc:  # pragma: no cover - schema and classes are generated together
@@ -148,7 +156,7 @@ def _struct_from_json(
 
 
 def _value_from_json(
-    msg: Message, top: type, fld: Field, node: Any, *, version: int, where: str
+    msg: Message, top: type, fld: Field, node: Any, *, version: int, where: str, strict: bool
 ) -> Any:
     if node is None:
         if version in fld.nullable_range() and not fld.is_struct:
@@ -159,14 +167,23 @@ def _value_from_json(
             raise ProtocolError(f"{where}: expected a JSON array")
         elem = Field(fld.name, fld.element_type, fld.versions, fields=fld.fields)
         return [
-            _value_from_json(msg, top, elem, e, version=version, where=f"{where}[{i}]")
+            _value_from_json(
+                msg, top, elem, e, version=version, where=f"{where}[{i}]", strict=strict
+            )
             for i, e in enumerate(node)
         ]
     if fld.is_struct:
         struct_cls = getattr(top, fld.element_type)
         fields = msg.struct_fields(fld.element_type)
         return _struct_from_json(
-            msg, top, struct_cls, fields=fields, obj=node, version=version, path=where
+            msg,
+            top,
+            struct_cls,
+            fields=fields,
+            obj=node,
+            version=version,
+            path=where,
+            strict=strict,
         )
     t = fld.type
     if t in _RANGES:

@@ -88,3 +88,25 @@ def test_strategy_for_refuses_unknown_names_and_versions() -> None:
         strategy_for("NoSuchRequest", 0)
     with pytest.raises(ValueError, match="no version 3"):
         strategy_for("FetchRequest", 3)
+
+
+def test_from_json_reads_like_kafka() -> None:
+    from metaquorum.protocol.errors import ProtocolError
+    from metaquorum.protocol.messages import QuorumStateData, VoteRequestData
+
+    # A quorum-state file as Kafka 4.3.1 writes it (reference §10): data_version is ignored.
+    text = (
+        '{"leaderId":1,"leaderEpoch":1,"votedId":-1,'
+        '"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}'
+    )
+    import json
+
+    state = from_json(QuorumStateData, json.loads(text), 1)
+    assert state == QuorumStateData(leader_id=1, leader_epoch=1, voted_id=-1)
+    with pytest.raises(ProtocolError, match="data_version"):
+        from_json(QuorumStateData, json.loads(text), 1, strict=True)
+    # Missing mandatory field, wrong type: refused (Kafka refuses both too).
+    with pytest.raises(ProtocolError, match="mandatory in version 1"):
+        from_json(VoteRequestData, {"clusterId": None, "topics": []}, 1)
+    with pytest.raises(ProtocolError, match="integer"):
+        from_json(VoteRequestData, {"clusterId": None, "topics": [], "voterId": "5"}, 1)
