@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from bench.common import cpu_seconds
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
 from metaquorum.protocol.records import build_batch
@@ -29,6 +30,9 @@ from metaquorum.runtime.produce import (
     ProduceRequest,
 )
 from metaquorum.runtime.wire import encode_request
+
+from bench.common import cpu_seconds
+from bench.peers.kafka import SUMMARY, Summary
 
 TOPIC = "__cluster_metadata"
 
@@ -71,15 +75,39 @@ async def leader_view(conn: KafkaConnection, topic: str = TOPIC) -> tuple[int, i
 class OursCluster:
     name = "ours"
 
-    def __init__(self, base: Path, extra: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        base: Path,
+        extra: dict[str, str] | None = None,
+        *,
+        perf_test: tuple[int, int] | None = None,
+    ) -> None:
+        """`perf_test=(throughput, record_size)` runs `metaquorum perf-test` instead of
+        `metaquorum server start` (the leader generates its own load, as TestRaftServer)."""
         shutil.rmtree(base, ignore_errors=True)
         self.quorum = LocalQuorum(base, 3, extra=extra)
         self.cpu_dead: dict[int, float] = {}
+        self.perf_test = perf_test
+
+    def _start_node(self, nid: int) -> None:
+        if self.perf_test is None:
+            self.quorum.start(nid)
+            return
+        node = self.quorum.nodes[nid]
+        throughput, size = self.perf_test
+        argv = [sys.executable, "-m", "metaquorum.cli.main", "perf-test"]
+        argv += ["--config", str(node.config_path), "--throughput", str(throughput)]
+        argv += ["--record-size", str(size)]
+        with node.log_path.open("ab") as log:
+            node.process = subprocess.Popen(
+                argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
+            )
 
     def start(self) -> None:
         self.quorum.write_configs()
         self.quorum.format()
-        self.quorum.start_all()
+        for nid in self.quorum.nodes:
+            self._start_node(nid)
         self.quorum.wait_for_leader(30)
 
     def endpoints(self) -> list[str]:
@@ -133,7 +161,21 @@ class OursCluster:
             proc.wait(timeout_s)
 
     def restart(self, nid: int) -> None:
-        self.quorum.start(nid)
+        self._start_node(nid)
+
+    def last_summary(self, nid: int) -> Summary | None:
+        """The last TestRaftServer-style line node `nid` printed (perf-test)."""
+        text = self.quorum.nodes[nid].log_path.read_text(errors="replace")
+        found = SUMMARY.findall(text)
+        return Summary(*(float(x) for x in found[-1])) if found else None
+
+    async def high_watermark(self, leader: int, epoch: int) -> int | None:
+        conn = KafkaConnection("127.0.0.1", self.quorum.nodes[leader].port, connect_timeout_s=1)
+        try:
+            view = await leader_view(conn)
+        finally:
+            await conn.close()
+        return view[2] if view is not None and view[1] == epoch and view[2] >= 0 else None
 
     async def wait_new_epoch_commit(
         self, old_epoch: int, exclude: int, timeout_s: float = 30
