@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.server_cmd",
     "metaquorum.cli.quorum_cmd",
     "metaquorum.cli.log_cmd",
+    "metaquorum.cli.perf_test_cmd",
 )
 
 
