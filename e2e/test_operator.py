@@ -79,6 +79,10 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
         s = cluster.pod_http(ns, f"quorum-{i}", 8080, "/status")
         assert "process.roles=controller" in s["config"]
         assert "controller.quorum.election.timeout.ms=1000" in s["config"]
+        assert s["node_id"] == str(i)  # from the pod-index label, as METAQUORUM_NODE_ID
+        assert s["data_dir"].endswith("/data")  # metadata.log.dir on the PVC
+        pod_ip = cluster.core.read_namespaced_pod(f"quorum-{i}", ns).status.pod_ip
+        assert s["listeners"] == f"CONTROLLER://{pod_ip}:9093"
         assert f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:9093" in s["config"]
     status = mq(cluster, ns)["status"]
     conds = {c["type"]: c for c in status["conditions"]}

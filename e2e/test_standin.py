@@ -44,7 +44,8 @@ spec:
         env:
         - {{name: POD_IP, valueFrom: {{fieldRef: {{fieldPath: status.podIP}}}}}}
         - {{name: POD_NAME, valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}}}
-        - {{name: METAQUORUM_DATA_DIR, value: /data/node}}
+        - {{name: METAQUORUM_METADATA_LOG_DIR, value: /data/node}}
+        - {{name: METAQUORUM_METAQUORUM_HTTP_LISTENER, value: "$(POD_IP):8080"}}
         ports: [{{name: http, containerPort: 8080}}]
         readinessProbe: {{httpGet: {{path: /readyz, port: http}}, periodSeconds: 1}}
         livenessProbe: {{httpGet: {{path: /healthz, port: http}}, periodSeconds: 1,
@@ -54,6 +55,14 @@ spec:
   - metadata: {{name: data}}
     spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
 """
+
+
+def pod_ready(cluster: Cluster, ns: str, name: str, not_uid: str | None = None) -> bool:
+    """The pod exists (a new one when not_uid is given) and its Ready condition is True."""
+    p = cluster.core.read_namespaced_pod(name, ns)
+    conds = p.status.conditions or []
+    ready = any(c.type == "Ready" and c.status == "True" for c in conds)
+    return ready and p.metadata.uid != not_uid
 
 
 def ready_replicas(cluster: Cluster, ns: str) -> int:
@@ -96,11 +105,7 @@ def test_deleted_pod_is_recreated_with_its_volume(cluster: Cluster, web: str) ->
     old_uid = cluster.core.read_namespaced_pod("web-1", web).metadata.uid
     cluster.kubectl("delete", "pod", "web-1", "-n", web)
 
-    def recreated_ready() -> bool:
-        p = cluster.core.read_namespaced_pod("web-1", web)
-        return p.metadata.uid != old_uid and ready_replicas(cluster, web) == 3
-
-    wait_for(recreated_ready, 60, "web-1 recreated and ready")
+    wait_for(lambda: pod_ready(cluster, web, "web-1", old_uid), 60, "web-1 recreated, ready")
     after = status(cluster, web, "web-1")
     assert after["marker"] == before["marker"] and after["fresh"] is False
 
@@ -108,6 +113,7 @@ def test_deleted_pod_is_recreated_with_its_volume(cluster: Cluster, web: str) ->
 def test_pvc_deleted_with_its_pod_comes_back_empty(cluster: Cluster, web: str) -> None:
     before = status(cluster, web, "web-2")
     old_pvc = cluster.core.read_namespaced_persistent_volume_claim("data-web-2", web)
+    old_pod_uid = cluster.core.read_namespaced_pod("web-2", web).metadata.uid
     cluster.kubectl("delete", "pvc", "data-web-2", "-n", web, "--wait=false")
     cluster.kubectl("delete", "pod", "web-2", "-n", web)
 
@@ -116,7 +122,7 @@ def test_pvc_deleted_with_its_pod_comes_back_empty(cluster: Cluster, web: str) -
         return pvc.metadata.uid != old_pvc.metadata.uid and pvc.status.phase == "Bound"
 
     wait_for(new_pvc_bound, 60, "a new data-web-2 PVC, bound")
-    wait_for(lambda: ready_replicas(cluster, web) == 3, 60, "web 3/3 ready again")
+    wait_for(lambda: pod_ready(cluster, web, "web-2", old_pod_uid), 60, "web-2 back and ready")
     after = status(cluster, web, "web-2")
     assert after["fresh"] is True and after["marker"] != before["marker"]
     wait_for(

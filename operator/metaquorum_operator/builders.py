@@ -34,6 +34,8 @@ from metaquorum_operator.model import (
 SPEC_HASH = "metaquorum.dev/spec-hash"
 CONFIG_HASH = "metaquorum.dev/config-hash"
 BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
+# Set by the StatefulSet controller on each pod (GA in Kubernetes 1.32): the pod's ordinal.
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
 def digest(obj: Any) -> str:
@@ -55,8 +57,9 @@ def _stamp(obj: dict[str, Any], hashed: Any) -> dict[str, Any]:
 
 
 def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
-    """The node configuration shared by all pods, with Kafka's names. node.id is not here:
-    each pod derives it from its ordinal (POD_NAME's suffix) at start (docs/operator.md)."""
+    """The node configuration shared by all pods, with Kafka's names. The per-pod keys (node.id,
+    the listeners' pod IP) come from the container's env (`_container`), as the node's
+    METAQUORUM_<KEY> overrides (docs/operator.md)."""
     protocol = "SSL" if spec.tls_enabled else "PLAINTEXT"
     bootstrap = ",".join(
         f"{names.pod_fqdn(i)}:{spec.controller_port}" for i in range(spec.replicas)
@@ -181,9 +184,14 @@ def _container(spec: QuorumSpec, op: OperatorConfig) -> dict[str, Any]:
             field_env("POD_NAME", "metadata.name"),
             field_env("POD_NAMESPACE", "metadata.namespace"),
             field_env("POD_IP", "status.podIP"),
-            {"name": "METAQUORUM_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
-            {"name": "METAQUORUM_DATA_DIR", "value": DATA_DIR},
-            {"name": "METAQUORUM_HTTP_PORT", "value": str(spec.http_port)},
+            # Per-pod node properties, as the node's METAQUORUM_<KEY> env overrides:
+            # node.id is the StatefulSet ordinal; listeners bind to the pod IP.
+            field_env("METAQUORUM_NODE_ID", f"metadata.labels['{POD_INDEX_LABEL}']"),
+            {
+                "name": "METAQUORUM_LISTENERS",
+                "value": f"CONTROLLER://$(POD_IP):{spec.controller_port}",
+            },
+            {"name": "METAQUORUM_METAQUORUM_HTTP_LISTENER", "value": f"$(POD_IP):{spec.http_port}"},
         ],
         "ports": [
             {"name": "controller", "containerPort": spec.controller_port},

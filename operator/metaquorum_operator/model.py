@@ -44,6 +44,7 @@ MANAGED_KEYS = frozenset(
         "listener.security.protocol.map",
         "metadata.log.dir",
         "log.dirs",
+        "metaquorum.http.listener",
     }
 )
 

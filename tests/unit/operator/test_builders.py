@@ -123,3 +123,23 @@ def test_update_patch_leaves_immutable_fields_and_replicas_alone() -> None:
         assert key not in patch["spec"]
     assert patch["spec"]["template"] == desired["spec"]["template"]
     assert patch["metadata"]["annotations"] == desired["metadata"]["annotations"]
+
+
+def test_per_pod_env_uses_the_nodes_override_names() -> None:
+    """The node reads METAQUORUM_<KEY> env as property overrides; its own parser is the oracle."""
+    from metaquorum.runtime.config import env_overrides
+    from metaquorum_operator.model import MANAGED_KEYS
+
+    spec = QuorumSpec(controller_port=19093, http_port=18080)
+    sts = builders.statefulset(spec, NAMES, OWNER, OP, 3)
+    (c,) = sts["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value", "") for e in c["env"]}
+    keys = env_overrides(env)
+    assert keys["listeners"] == "CONTROLLER://$(POD_IP):19093"
+    assert keys["metaquorum.http.listener"] == "$(POD_IP):18080"
+    assert set(keys) == {"node.id", "listeners", "metaquorum.http.listener"} <= MANAGED_KEYS
+    node_id = next(e for e in c["env"] if e["name"] == "METAQUORUM_NODE_ID")
+    path = node_id["valueFrom"]["fieldRef"]["fieldPath"]
+    assert path == "metadata.labels['apps.kubernetes.io/pod-index']"
+    names = [e["name"] for e in c["env"]]
+    assert names.index("POD_IP") < names.index("METAQUORUM_LISTENERS")  # $(POD_IP) resolves
