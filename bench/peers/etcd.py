@@ -9,6 +9,7 @@ Invariants: every member started is stopped; a killed member restarts on its own
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -95,6 +96,33 @@ class EtcdCluster:
                     return i, int(str(st.get("raftTerm", header.get("raft_term", 0))))
             time.sleep(0.05)
         raise TimeoutError("etcd: no leader")
+
+    async def wait_new_term_commit(
+        self, old_term: int, exclude: int, timeout_s: float = 60
+    ) -> float | None:
+        """Wall time at which a survivor reports a leader of a term > old_term whose commit
+        index passed every survivor's commit index seen right after the kill (no old-term
+        commit can happen once its leader is dead, so that is the new term's first commit)."""
+
+        def one(i: int) -> tuple[int, int, int] | None:
+            st = self.status(i, 0.5)
+            if st is None:
+                return None
+            header = st.get("header")
+            term = st.get("raftTerm", header.get("raft_term") if isinstance(header, dict) else 0)
+            return int(str(st.get("leader", 0))), int(str(term)), int(str(st.get("raftIndex", 0)))
+
+        survivors = [i for i, p in self.procs.items() if i != exclude and p.alive()]
+        base = max((v[2] for i in survivors if (v := one(i)) is not None), default=0)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            views = await asyncio.gather(*(asyncio.to_thread(one, i) for i in survivors))
+            now = time.time()
+            for v in views:
+                if v is not None and v[0] != 0 and v[1] > old_term and v[2] > base:
+                    return now
+            await asyncio.sleep(0.005)
+        return None
 
     def endpoints_leader_first(self) -> list[str]:
         lid, _ = self.leader()

@@ -37,6 +37,10 @@ HW_FIRST = re.compile(
     r"LeaderState - \[RaftManager id=(\d+)\] High watermark set to .* for the "
     r"first time for epoch (\d+)"
 )
+FOLLOWER_HW = re.compile(
+    r"FollowerState - \[RaftManager id=(\d+)\] High watermark set to .* for the first time for "
+    r"epoch (\d+)"
+)
 SUMMARY = re.compile(
     r"Throughput \(bytes/second\): ([\d.]+), Latency \(ms\): ([\d.NaInf]+) p75 ([\d.NaInf]+) "
     r"p99 ([\d.NaInf]+) p999"
@@ -93,6 +97,7 @@ class TestRaftCluster:
         self.watchers: dict[int, LogWatcher] = {}
         self.first_commit: dict[int, tuple[int, float]] = {}  # epoch -> (leader, wall time)
         self.summaries: dict[int, list[Summary]] = {}
+        self.follower_hw: set[tuple[int, int]] = set()  # (node, epoch) a follower learned a HW
         for i, port in self.ports.items():
             d = base / f"n{i}"
             d.mkdir(parents=True)
@@ -142,6 +147,10 @@ class TestRaftCluster:
                         else time.time()
                     )
                     self.first_commit.setdefault(int(m.group(2)), (int(m.group(1)), t))
+                    continue
+                f = FOLLOWER_HW.search(line)
+                if f is not None:
+                    self.follower_hw.add((int(f.group(1)), int(f.group(2))))
                     continue
                 s = SUMMARY.search(line)
                 if s is not None:
@@ -219,6 +228,16 @@ class TestRaftCluster:
         self.poll_logs()
         s = self.summaries.get(leader) or []
         return s[-1] if s else None
+
+    def wait_rejoined(self, nid: int, epoch: int, timeout_s: float = 60) -> bool:
+        """Until restarted node `nid` follows epoch `epoch` and has learned its HW."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.poll_logs()
+            if (nid, epoch) in self.follower_hw:
+                return True
+            time.sleep(0.05)
+        return False
 
     def cpu(self) -> float:
         return sum(p.cpu() for p in self.procs.values())
