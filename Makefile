@@ -82,8 +82,15 @@ test: lint unit slow sim conformance integration e2e
 run: setup
 	@$(BIN)/python -m metaquorum.runtime.local_quorum --dir $${TMPDIR:-/tmp}/metaquorum-local-quorum --voters 3
 
+# Side-by-side benchmark (docs/bench.md): ours, etcd, Kafka's TestRaftServer, PySyncObj; about
+# 15 minutes; results in bench/results/. Not part of `make test`; nothing asserts speed.
 bench: setup
 	$(BIN)/python -m bench
+
+# The same in about 2 minutes (2 client counts, 1 rate, 2 kills each); results under $TMPDIR.
+.PHONY: bench-quick
+bench-quick: setup
+	$(BIN)/python -m bench --quick --out $${TMPDIR:-/tmp}/metaquorum-bench-quick
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
