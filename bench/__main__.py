@@ -286,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         "--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "metaquorum-bench"
     )
     p.add_argument("--kills", type=int, help="failover kills per system (default 20, quick 2)")
+    p.add_argument("--clients", help="client counts, e.g. 1,16,256 (overrides the mode's)")
+    p.add_argument("--rates", help="perf-test offered records/s, e.g. 1000,5000")
+    p.add_argument("--seconds", type=float, help="measurement window per closed-loop point")
+    p.add_argument("--perf-seconds", type=float, help="run time per perf-test rate")
     p.add_argument("--no-report", action="store_true")
     a = p.parse_args(argv)
     systems = [s for s in a.only.split(",") if s]
@@ -299,6 +303,16 @@ def main(argv: list[str] | None = None) -> int:
     cfg = dict(QUICK if a.quick else FULL)
     if a.kills is not None:
         cfg["kills"] = a.kills
+    if a.clients:
+        cfg["clients"] = [int(x) for x in a.clients.split(",")]
+    if a.rates:
+        cfg["perf_rates"] = [int(x) for x in a.rates.split(",")]
+        if cfg["failover_rate"] not in cfg["perf_rates"]:
+            cfg["failover_rate"] = cfg["perf_rates"][0]
+    if a.seconds:
+        cfg["seconds"] = a.seconds
+    if a.perf_seconds:
+        cfg["perf_seconds"] = a.perf_seconds
     mode = "quick" if a.quick else "full"
     t0 = time.monotonic()
     path = run(cfg, systems, a.work, a.out, mode)
