@@ -83,6 +83,10 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
         assert s["data_dir"].endswith("/data")  # metadata.log.dir on the PVC
         pod_ip = cluster.core.read_namespaced_pod(f"quorum-{i}", ns).status.pod_ip
         assert s["listeners"] == f"CONTROLLER://{pod_ip}:9093"
+        if cluster.kind == "local":  # the data dir is inside this pod's own PV
+            pods = cluster.standin("/pods")
+            vols = {p["name"]: p["volumes"] for p in pods if p["namespace"] == ns}
+            assert s["data_dir"].startswith(vols[f"quorum-{i}"][f"data-quorum-{i}"] + "/")
         assert f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:9093" in s["config"]
     status = mq(cluster, ns)["status"]
     conds = {c["type"]: c for c in status["conditions"]}

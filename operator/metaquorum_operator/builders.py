@@ -36,6 +36,7 @@ CONFIG_HASH = "metaquorum.dev/config-hash"
 BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
 # Set by the StatefulSet controller on each pod (GA in Kubernetes 1.32): the pod's ordinal.
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+METADATA_LOG_DIR = f"{DATA_DIR}/data"
 
 
 def digest(obj: Any) -> str:
@@ -58,8 +59,8 @@ def _stamp(obj: dict[str, Any], hashed: Any) -> dict[str, Any]:
 
 def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
     """The node configuration shared by all pods, with Kafka's names. The per-pod keys (node.id,
-    the listeners' pod IP) come from the container's env (`_container`), as the node's
-    METAQUORUM_<KEY> overrides (docs/operator.md)."""
+    the listeners' pod IP) and metadata.log.dir come from the container's env (`_container`),
+    as the node's METAQUORUM_<KEY> overrides (docs/operator.md)."""
     protocol = "SSL" if spec.tls_enabled else "PLAINTEXT"
     bootstrap = ",".join(
         f"{names.pod_fqdn(i)}:{spec.controller_port}" for i in range(spec.replicas)
@@ -70,7 +71,6 @@ def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
         "listeners": f"CONTROLLER://:{spec.controller_port}",
         "listener.security.protocol.map": f"CONTROLLER:{protocol}",
         BOOTSTRAP_SERVERS: bootstrap,
-        "metadata.log.dir": f"{DATA_DIR}/data",
     }
     if spec.tls_enabled:
         props.update(
@@ -192,6 +192,9 @@ def _container(spec: QuorumSpec, op: OperatorConfig) -> dict[str, Any]:
                 "value": f"CONTROLLER://$(POD_IP):{spec.controller_port}",
             },
             {"name": "METAQUORUM_METAQUORUM_HTTP_LISTENER", "value": f"$(POD_IP):{spec.http_port}"},
+            # A path as env, not in the file: paths are not rewritten inside files where no
+            # mount namespace exists (the e2e stand-in), and env overrides the file anyway.
+            {"name": "METAQUORUM_METADATA_LOG_DIR", "value": METADATA_LOG_DIR},
         ],
         "ports": [
             {"name": "controller", "containerPort": spec.controller_port},

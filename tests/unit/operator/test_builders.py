@@ -137,7 +137,9 @@ def test_per_pod_env_uses_the_nodes_override_names() -> None:
     keys = env_overrides(env)
     assert keys["listeners"] == "CONTROLLER://$(POD_IP):19093"
     assert keys["metaquorum.http.listener"] == "$(POD_IP):18080"
-    assert set(keys) == {"node.id", "listeners", "metaquorum.http.listener"} <= MANAGED_KEYS
+    assert keys["metadata.log.dir"] == "/var/lib/metaquorum/data"
+    assert set(keys) <= MANAGED_KEYS
+    assert set(keys) == {"node.id", "listeners", "metaquorum.http.listener", "metadata.log.dir"}
     node_id = next(e for e in c["env"] if e["name"] == "METAQUORUM_NODE_ID")
     path = node_id["valueFrom"]["fieldRef"]["fieldPath"]
     assert path == "metadata.labels['apps.kubernetes.io/pod-index']"
