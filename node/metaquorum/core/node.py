@@ -55,6 +55,7 @@ from metaquorum.core.fetch_purgatory import FetchPurgatory
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import EntryKind, LogEntry, RaftLog
+from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.request_manager import RequestManager
 from metaquorum.core.rng import RandomSource
 from metaquorum.core.states import (
@@ -110,7 +111,7 @@ class RaftNode:
         self._reported_hw = -1
         self._reported_leader: tuple[int, int] | None = None
         self._persisted: ElectionState | None = election
-        self.state: EpochState = self._initial_state(election or ElectionState(0), now_ms)
+        self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
     # --- identity ----------------------------------------------------------------------------
     @property
@@ -139,23 +140,6 @@ class RaftNode:
     def random_election_timeout_ms(self) -> int:
         t = self.config.election_timeout_ms
         return t + self.rng.randrange(t) if t > 0 else 0
-
-    def _initial_state(self, election: ElectionState, now_ms: int) -> EpochState:
-        """Kafka's `QuorumState.initialize` from `quorum-state` and the log."""
-        deadline = now_ms + self.random_election_timeout_ms()
-        if election.epoch < self.log.last_fetched_epoch:
-            return UnattachedState(self.log.last_fetched_epoch, deadline)
-        if election.leader_id == self.local_id:
-            others = self.voters.voter_ids - {self.local_id}
-            return ResignedState(election.epoch, deadline, frozenset(others), ())
-        voted = election.voted_key
-        if voted is not None and voted.id == self.local_id and self.is_voter:
-            tally = VoteTally.start(self.voters.voter_ids, self.local_id)
-            return ProspectiveState(election.epoch, deadline, tally, voted_key=voted)
-        if election.leader_id >= 0:
-            fetch_deadline = now_ms + self.config.fetch_timeout_ms
-            return FollowerState(election.epoch, election.leader_id, fetch_deadline, voted)
-        return UnattachedState(election.epoch, deadline, voted_key=voted)
 
     # --- the step ----------------------------------------------------------------------------
     def start(self, now_ms: int) -> Step:
@@ -379,29 +363,7 @@ class RaftNode:
     # --- polling -----------------------------------------------------------------------------
     def poll(self, now_ms: int) -> int:
         """Kafka's `pollCurrentState`: act on timers and send what is due; the next deadline."""
-        st = self.state
-        if isinstance(st, LeaderState):
-            return leader.poll_leader(self, st, now_ms)
-        if isinstance(st, CandidateState):
-            return vote.poll_candidate(self, st, now_ms)
-        if isinstance(st, ProspectiveState):
-            return vote.poll_prospective(self, st, now_ms)
-        if isinstance(st, FollowerState):
-            if self.is_voter and now_ms >= st.fetch_deadline_ms:
-                self.transition_to_prospective()
-                return self.poll(now_ms)
-            return fetch.poll_follower(self, st, now_ms)
-        if isinstance(st, ResignedState):
-            if now_ms >= st.election_deadline_ms:
-                self.transition_to_unattached(st.epoch + 1)
-                return self.poll(now_ms)
-            return min(st.election_deadline_ms, end_quorum_epoch.poll_resigned(self, st, now_ms))
-        if not self.is_voter:
-            return fetch.poll_unattached(self, st, now_ms)
-        if now_ms >= st.election_deadline_ms:
-            self.transition_to_prospective()
-            return self.poll(now_ms)
-        return min(st.election_deadline_ms, fetch.poll_unattached(self, st, now_ms))
+        return poll_current_state(self, now_ms)
 
     def note_voter_fetch(self, replica_id: int) -> None:
         leader.update_check_quorum_for_following_voter(self, replica_id)

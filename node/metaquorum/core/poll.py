@@ -1,0 +1,73 @@
+"""Start-up state and the per-state poll (Kafka's `QuorumState.initialize`, `pollCurrentState`).
+
+Role: pick the state a replica restarts in from its persisted `ElectionState` and its log, and
+on every step let the current state act on its deadlines (election, fetch, check-quorum,
+backoff, linger) and send what is due; return the next deadline.
+Invariants: a replica restarting as the recorded leader comes back Resigned (it must not lead
+without a new election); one that had voted for itself keeps that vote (Prospective); an epoch
+older than the log's last epoch is never resumed; observers never campaign.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core import end_quorum_epoch, fetch, leader, vote
+from metaquorum.core.states import (
+    CandidateState,
+    ElectionState,
+    EpochState,
+    FollowerState,
+    LeaderState,
+    ProspectiveState,
+    ResignedState,
+    UnattachedState,
+)
+from metaquorum.core.vote_tally import VoteTally
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def initial_state(node: RaftNode, election: ElectionState, now_ms: int) -> EpochState:
+    """Kafka's `QuorumState.initialize` from `quorum-state` and the log."""
+    deadline = now_ms + node.random_election_timeout_ms()
+    if election.epoch < node.log.last_fetched_epoch:
+        return UnattachedState(node.log.last_fetched_epoch, deadline)
+    if election.leader_id == node.local_id:
+        others = node.voters.voter_ids - {node.local_id}
+        return ResignedState(election.epoch, deadline, frozenset(others), ())
+    voted = election.voted_key
+    if voted is not None and voted.id == node.local_id and node.is_voter:
+        tally = VoteTally.start(node.voters.voter_ids, node.local_id)
+        return ProspectiveState(election.epoch, deadline, tally, voted_key=voted)
+    if election.leader_id >= 0:
+        fetch_deadline = now_ms + node.config.fetch_timeout_ms
+        return FollowerState(election.epoch, election.leader_id, fetch_deadline, voted)
+    return UnattachedState(election.epoch, deadline, voted_key=voted)
+
+
+def poll_current_state(node: RaftNode, now_ms: int) -> int:
+    st = node.state
+    if isinstance(st, LeaderState):
+        return leader.poll_leader(node, st, now_ms)
+    if isinstance(st, CandidateState):
+        return vote.poll_candidate(node, st, now_ms)
+    if isinstance(st, ProspectiveState):
+        return vote.poll_prospective(node, st, now_ms)
+    if isinstance(st, FollowerState):
+        if node.is_voter and now_ms >= st.fetch_deadline_ms:
+            node.transition_to_prospective()
+            return node.poll(now_ms)
+        return fetch.poll_follower(node, st, now_ms)
+    if isinstance(st, ResignedState):
+        if now_ms >= st.election_deadline_ms:
+            node.transition_to_unattached(st.epoch + 1)
+            return node.poll(now_ms)
+        return min(st.election_deadline_ms, end_quorum_epoch.poll_resigned(node, st, now_ms))
+    if not node.is_voter:
+        return fetch.poll_unattached(node, st, now_ms)
+    if now_ms >= st.election_deadline_ms:
+        node.transition_to_prospective()
+        return node.poll(now_ms)
+    return min(st.election_deadline_ms, fetch.poll_unattached(node, st, now_ms))
