@@ -45,7 +45,7 @@ FULL: dict[str, Any] = {
     "seconds": 8.0,
     "warmup": 2.0,
     "perf_rates": [1000, 5000, 20000],
-    "perf_seconds": 36.0,
+    "perf_seconds": 30.0,
     "failover_rate": 1000,
     "kills": 20,
     "profile_clients": 256,

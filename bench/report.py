@@ -42,6 +42,14 @@ def _ratio(a: Any, b: Any) -> str:
     return f"{a / b:.2f}x"
 
 
+def _errors(r: dict[str, Any]) -> str:
+    n = r.get("errors", 0)
+    kinds = r.get("error_kinds") or {}
+    if not n or not kinds:
+        return str(n)
+    return f"{n} (" + ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())) + ")"
+
+
 def _rows(res: dict[str, Any], section: str, name: str) -> list[dict[str, Any]]:
     v = res.get(section, {}).get(name)
     return v if isinstance(v, list) else []
@@ -64,29 +72,31 @@ def _closed_loop(res: dict[str, Any], stem: Path, md: list[str]) -> None:
                 f"| {NAMES.get(name, name)} | {r['clients']} | {_f(r['ops_per_s'], 0)} "
                 f"| {_f(r['p50_ms'], 2)} | {_f(r['p99_ms'], 2)} | {_f(r['p999_ms'], 2)} "
                 f"| {_f(r['max_ms'], 1)} | {_f(r['cpu_per_1000'], 3)} "
-                f"| {_f(r.get('client_cpu_s'), 2)} | {r.get('errors', 0)} |"
+                f"| {_f(r.get('client_cpu_s'), 2)} | {_errors(r)} |"
             )
-    ours = {r["clients"]: r for r in _rows(res, "closed_loop", "ours")}
     md += [
         "",
         "Ratios, ours / theirs (throughput: higher is better for us; latency: lower is):",
         "",
     ]
     md += [
-        "| clients | vs | writes/s | p50 | p99 | p999 | CPU per write |",
-        "|---|---|---|---|---|---|---|",
+        "| ours | clients | vs | writes/s | p50 | p99 | p999 | CPU per write |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for other in ("etcd", "pysyncobj"):
-        for r in _rows(res, "closed_loop", other):
-            o = ours.get(r["clients"])
-            if o is None:
-                continue
-            md.append(
-                f"| {r['clients']} | {other} | {_ratio(o['ops_per_s'], r['ops_per_s'])} "
-                f"| {_ratio(o['p50_ms'], r['p50_ms'])} | {_ratio(o['p99_ms'], r['p99_ms'])} "
-                f"| {_ratio(o['p999_ms'], r['p999_ms'])} "
-                f"| {_ratio(o['cpu_per_1000'], r['cpu_per_1000'])} |"
-            )
+    for variant in ("ours", "ours-linger0"):
+        ours = {r["clients"]: r for r in _rows(res, "closed_loop", variant)}
+        for other in ("etcd", "pysyncobj"):
+            for r in _rows(res, "closed_loop", other):
+                o = ours.get(r["clients"])
+                if o is None:
+                    continue
+                md.append(
+                    f"| {variant} | {r['clients']} | {other} "
+                    f"| {_ratio(o['ops_per_s'], r['ops_per_s'])} "
+                    f"| {_ratio(o['p50_ms'], r['p50_ms'])} | {_ratio(o['p99_ms'], r['p99_ms'])} "
+                    f"| {_ratio(o['p999_ms'], r['p999_ms'])} "
+                    f"| {_ratio(o['cpu_per_1000'], r['cpu_per_1000'])} |"
+                )
     md.append("")
     if not any(isinstance(rows, list) and rows for rows in cl.values()):
         return

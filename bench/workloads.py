@@ -144,7 +144,7 @@ def failover_ours(c: OursCluster, kills: int, graceful: bool, progress: Progress
     for k in range(kills):
         progress.show(f"ours: {what} of the leader {k + 1}/{kills}")
         leader, epoch = c.leader()
-        time.sleep(1.0)  # under load for a moment in this epoch
+        time.sleep(0.5)  # under load for a moment in this epoch
         t = c.terminate(leader) if graceful else c.kill(leader)
         done = asyncio.run(c.wait_new_epoch_commit(epoch, leader))
         if done is None:
@@ -164,7 +164,7 @@ def failover_kafka(c: TestRaftCluster, kills: int, progress: Progress) -> dict[s
     for k in range(kills):
         progress.show(f"kafka: SIGKILL of the leader {k + 1}/{kills}")
         leader, epoch = c.wait_leader()
-        time.sleep(1.0)
+        time.sleep(0.5)
         t = c.kill(leader)
         done = asyncio.run(c.wait_new_epoch_commit(epoch, leader))
         if done is None:
@@ -191,7 +191,7 @@ def failover_etcd(c: EtcdCluster, kills: int, progress: Progress) -> dict[str, A
         for k in range(kills):
             progress.show(f"etcd: SIGKILL of the leader {k + 1}/{kills}")
             leader, term = c.leader()
-            time.sleep(1.0)
+            time.sleep(0.5)
             t = c.kill(leader)
             done = asyncio.run(c.wait_new_term_commit(term, leader))
             if done is None:

@@ -37,19 +37,20 @@ import (
 )
 
 type result struct {
-	Mode      string      `json:"mode"`
-	Clients   int         `json:"clients"`
-	Ops       int         `json:"ops"`
-	Errors    int64       `json:"errors"`
-	ElapsedS  float64     `json:"elapsed_s"`
-	OpsPerS   float64     `json:"ops_per_s"`
-	P50Ms     float64     `json:"p50_ms"`
-	P99Ms     float64     `json:"p99_ms"`
-	P999Ms    float64     `json:"p999_ms"`
-	MaxMs     float64     `json:"max_ms"`
-	CDF       [][]float64 `json:"cdf"`
-	ClientCPU float64     `json:"client_cpu_s"`
-	ServerCPU float64     `json:"server_cpu_s"`
+	Mode      string           `json:"mode"`
+	Clients   int              `json:"clients"`
+	Ops       int              `json:"ops"`
+	Errors    int64            `json:"errors"`
+	ErrorKind map[string]int64 `json:"error_kinds"`
+	ElapsedS  float64          `json:"elapsed_s"`
+	OpsPerS   float64          `json:"ops_per_s"`
+	P50Ms     float64          `json:"p50_ms"`
+	P99Ms     float64          `json:"p99_ms"`
+	P999Ms    float64          `json:"p999_ms"`
+	MaxMs     float64          `json:"max_ms"`
+	CDF       [][]float64      `json:"cdf"`
+	ClientCPU float64          `json:"client_cpu_s"`
+	ServerCPU float64          `json:"server_cpu_s"`
 }
 
 type worker func(ctx context.Context, id int) (time.Duration, error)
@@ -81,6 +82,33 @@ func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+var (
+	kindsMu sync.Mutex
+	kinds   = map[string]int64{}
+)
+
+// noteError counts an error by a short kind (so a report can say what failed).
+func noteError(err error) {
+	msg := err.Error()
+	kind := msg
+	switch {
+	case strings.Contains(msg, "error code"):
+		kind = msg
+	case strings.Contains(msg, "timeout"), strings.Contains(msg, "deadline"):
+		kind = "timeout"
+	case strings.Contains(msg, "refused"):
+		kind = "connection refused"
+	case strings.Contains(msg, "reset"), strings.Contains(msg, "EOF"), strings.Contains(msg, "broken pipe"):
+		kind = "connection lost"
+	}
+	if len(kind) > 60 {
+		kind = kind[:60]
+	}
+	kindsMu.Lock()
+	kinds[kind]++
+	kindsMu.Unlock()
 }
 
 // procCPU sums user+system seconds of the given processes (all threads) from /proc.
@@ -156,7 +184,7 @@ func errorCode(b []byte) (int16, error) {
 
 func (p *produceConn) once(timeout time.Duration) error {
 	if p.conn == nil {
-		c, err := net.DialTimeout("tcp", p.endpoints[p.idx], time.Second)
+		c, err := net.DialTimeout("tcp", p.endpoints[p.idx], 5*time.Second)
 		if err != nil {
 			p.reconnect()
 			time.Sleep(5 * time.Millisecond)
@@ -215,6 +243,12 @@ func produceWorkers(endpoints []string, template []byte, clients int) []worker {
 		frame := make([]byte, len(template))
 		copy(frame, template)
 		pc := &produceConn{endpoints: endpoints, idx: 0, frame: frame}
+		// Connect now, one at a time, so a burst of 1,024 connects cannot overflow the
+		// server's listen backlog and count as write errors.
+		if c, err := net.DialTimeout("tcp", endpoints[0], 5*time.Second); err == nil {
+			c.(*net.TCPConn).SetNoDelay(true)
+			pc.conn = c
+		}
 		ws[i] = func(ctx context.Context, id int) (time.Duration, error) {
 			t0 := time.Now()
 			err := pc.once(15 * time.Second)
@@ -336,6 +370,7 @@ func main() {
 				if err != nil {
 					if !now.Before(measureFrom) {
 						errCount.Add(1)
+						noteError(err)
 					}
 					continue
 				}
@@ -356,9 +391,10 @@ func main() {
 	sort.Slice(all, func(a, b int) bool { return all[a] < all[b] })
 	elapsed := duration.Seconds()
 	r := result{
-		Mode: *mode, Clients: *clients, Ops: len(all), Errors: errCount.Load(), ElapsedS: elapsed,
-		OpsPerS: float64(len(all)) / elapsed,
-		P50Ms:   percentile(all, 0.50), P99Ms: percentile(all, 0.99), P999Ms: percentile(all, 0.999),
+		Mode: *mode, Clients: *clients, Ops: len(all), Errors: errCount.Load(), ErrorKind: kinds,
+		ElapsedS: elapsed,
+		OpsPerS:  float64(len(all)) / elapsed,
+		P50Ms:    percentile(all, 0.50), P99Ms: percentile(all, 0.99), P999Ms: percentile(all, 0.999),
 		ClientCPU: cpu1 - cpu0, ServerCPU: srv1 - srv0,
 	}
 	if len(all) > 0 {

@@ -57,7 +57,7 @@ def test_report_has_ratios_bars_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "run-quick-x.json"
     path.write_text(json.dumps(run))
     text = write_report(path).read_text()
-    assert "| 256 | etcd | 0.75x |" in text  # 3000 / 4000
+    assert "| ours | 256 | etcd | 0.75x |" in text  # 3000 / 4000
     assert "= 0.75x | NO |" in text
     assert "| commit p50 <= 2 ms at 1 client | 3.00 ms | NO |" in text
     assert "ours 2,500 ms vs Kafka 3,000 ms | yes |" in text
