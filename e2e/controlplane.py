@@ -286,8 +286,11 @@ class ControlPlane:
 
 def stop_pid(pid: int, grace: float = 10.0) -> None:
     """SIGTERM the process group led by pid, wait, then SIGKILL. Missing pids are fine."""
-    with contextlib.suppress(ProcessLookupError):
+    try:
         os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:  # not a group leader (started without a session): the pid alone
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
@@ -299,8 +302,11 @@ def stop_pid(pid: int, grace: float = 10.0) -> None:
             except ProcessLookupError:
                 return
         time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
+    try:
         os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
 

@@ -3,7 +3,9 @@
 Role: pods reach each other by their cluster DNS names. When METAQUORUM_E2E_HOSTS names a hosts
 file (kept current by the stand-in, e2e/hostsfile.py), socket.getaddrinfo / gethostbyname look
 names up there first and fall back to the system resolver. Lookups re-read the file when its
-mtime changes. Only loaded through PYTHONPATH set by the stand-in; inert otherwise.
+mtime changes. uvloop resolves names inside libuv, so asyncio.open_connection is wrapped too
+(the name is resolved here first). Only loaded through PYTHONPATH set by the stand-in; inert
+otherwise.
 """
 
 from __future__ import annotations
@@ -58,3 +60,21 @@ if _PATH:
 
     socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
     socket.gethostbyname = gethostbyname
+
+    # uvloop resolves inside libuv, never through socket.getaddrinfo: resolve the name before
+    # asyncio.open_connection hands it to the loop (TLS keeps the name for verification).
+    import asyncio
+    import asyncio.streams
+
+    _open_connection = asyncio.open_connection
+
+    async def open_connection(host: Any = None, port: Any = None, **kwargs: Any) -> Any:
+        ips = _lookup(host) if isinstance(host, str) else []
+        if ips:
+            if kwargs.get("ssl") and "server_hostname" not in kwargs:
+                kwargs["server_hostname"] = host
+            host = ips[0]
+        return await _open_connection(host, port, **kwargs)
+
+    asyncio.open_connection = open_connection  # type: ignore[assignment]
+    asyncio.streams.open_connection = open_connection  # type: ignore[assignment]
