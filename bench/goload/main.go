@@ -260,19 +260,26 @@ func produceWorkers(endpoints []string, template []byte, clients int) []worker {
 
 // ---- etcd -------------------------------------------------------------------------------
 
-func etcdWorkers(endpoints []string, clients, size int) ([]worker, func()) {
+func etcdWorkers(endpoints []string, clients, conns, size int) ([]worker, func()) {
 	value := strings.Repeat("x", size)
 	ws := make([]worker, clients)
+	if conns > clients {
+		conns = clients
+	}
+	// As etcd's own benchmark (--conns, --clients): workers share `conns` gRPC clients,
+	// spread over the members (followers forward proposals to the leader).
 	var cs []*clientv3.Client
-	for i := range ws {
-		// Spread clients over the endpoints as etcd's own benchmark does with several conns.
-		eps := append([]string{endpoints[i%len(endpoints)]}, endpoints...)
+	for j := 0; j < conns; j++ {
+		eps := append([]string{endpoints[j%len(endpoints)]}, endpoints...)
 		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "etcd client:", err)
 			os.Exit(1)
 		}
 		cs = append(cs, cli)
+	}
+	for i := range ws {
+		cli := cs[i%conns]
 		key := fmt.Sprintf("bench/%d", i)
 		ws[i] = func(ctx context.Context, id int) (time.Duration, error) {
 			t0 := time.Now()
@@ -310,6 +317,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "measurement window")
 	warmup := flag.Duration("warmup", 2*time.Second, "load before the window (not counted)")
 	size := flag.Int("size", 100, "value bytes (etcd)")
+	conns := flag.Int("conns", 100, "gRPC connections shared by the clients (etcd)")
 	templatePath := flag.String("template", "", "Produce request frame (produce)")
 	pidList := flag.String("pids", "", "server process ids whose CPU to measure over the window")
 	events := flag.Bool("events", false, "print new raft terms seen on stderr (etcd)")
@@ -334,7 +342,7 @@ func main() {
 		}
 		ws = produceWorkers(endpoints, template, *clients)
 	case "etcd":
-		ws, closeAll = etcdWorkers(endpoints, *clients, *size)
+		ws, closeAll = etcdWorkers(endpoints, *clients, *conns, *size)
 	default:
 		fmt.Fprintln(os.Stderr, "goload: -mode is produce or etcd")
 		os.Exit(1)
