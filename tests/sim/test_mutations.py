@@ -105,3 +105,13 @@ def test_unmutated_core_passes_the_same_seeds() -> None:
         for seed in range(30):
             result, _ = run_scenario(mix, seed)
             assert result.ok, (mix, seed, result.violations)
+
+
+def test_ack_before_fsync_is_caught_end_to_end_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the direct `ack-durable` check, the HW/majority-flushed invariant still sees it."""
+    from metaquorum.sim.invariants import InvariantChecker
+
+    monkeypatch.setattr(InvariantChecker, "on_fetch_sent", lambda self, nid, offset, disk: None)
+    monkeypatch.setattr(fetch, "may_fetch", lambda node: True)
+    seed, kind = first_caught("crashes")
+    assert kind in {"hw-majority-flushed", "committed-stable"}, (seed, kind)
