@@ -230,11 +230,12 @@ class TestRaftCluster:
         return s[-1] if s else None
 
     def wait_rejoined(self, nid: int, epoch: int, timeout_s: float = 60) -> bool:
-        """Until restarted node `nid` follows epoch `epoch` and has learned its HW."""
+        """Until restarted node `nid` follows epoch `epoch` (or a later one) and has learned its
+        high watermark there."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self.poll_logs()
-            if (nid, epoch) in self.follower_hw:
+            if any(n == nid and e >= epoch for n, e in self.follower_hw):
                 return True
             time.sleep(0.05)
         return False

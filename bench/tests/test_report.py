@@ -59,8 +59,8 @@ def test_report_has_ratios_bars_and_errors(tmp_path: Path) -> None:
     text = write_report(path).read_text()
     assert "| ours | 256 | etcd | 0.75x |" in text  # 3000 / 4000
     assert "= 0.75x | NO |" in text
-    assert "| commit p50 <= 2 ms at 1 client | 3.00 ms | NO |" in text
-    assert "ours 2,500 ms vs Kafka 3,000 ms | yes |" in text
+    assert "| commit p50 <= 2 ms at 1 client | 3.00 ms (1.5x the bar) | NO |" in text
+    assert "ours 2,500 ms vs Kafka 3,000 ms = 0.83x | yes |" in text
     assert "error: RuntimeError: boom" in text
     assert (tmp_path / "run-quick-x-throughput.png").stat().st_size > 0
 
