@@ -83,7 +83,9 @@ def meta(mode: str) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
-        "git": _cmd(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
+        # A run from an exported tree (git archive) names its commit in BENCH_GIT_COMMIT.
+        "git": os.environ.get("BENCH_GIT_COMMIT")
+        or _cmd(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
         "go": _cmd(["go", "version"]),
         "java": _cmd(["java", "-version"]),
         "etcd": ETCD_VERSION,
