@@ -61,6 +61,9 @@ endef
 unit: setup
 	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e,)
 
+scenarios: setup
+	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e,tests/scenarios)
+
 sim: setup
 	$(call run_tier,simulation,simulation,)
 
