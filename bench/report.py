@@ -243,6 +243,7 @@ def _failover(res: dict[str, Any], stem: Path, md: list[str]) -> None:
         for i, (_, v) in enumerate(cases, start=1):
             ax.plot([i] * len(v), v, "k.", alpha=0.4)
         ax.set_ylabel("ms from the signal to the first commit of the new epoch")
+        ax.set_ylim(bottom=0)
         ax.set_title("Leader failover")
         ax.grid(True, axis="y", alpha=0.3)
         fig.tight_layout()
