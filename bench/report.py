@@ -145,8 +145,8 @@ def _perf(res: dict[str, Any], stem: Path, md: list[str]) -> None:
     md += ["## Leader-generated load: `metaquorum perf-test` vs Kafka's `TestRaftServer`", ""]
     md += [
         "Same offered records/s of 100 bytes; latency = append to commit on the leader, as each "
-        "tool prints it (Kafka's windows: up to 60 s, 0.25 ms buckets capped at 250 ms, so a "
-        "249-250 ms figure means 'at least 250 ms'); achieved = committed offsets/s from the "
+        "tool prints it (Kafka's windows: up to 60 s, 1 ms buckets capped at 250 ms, so a "
+        "249.0 ms figure means 'at least 249 ms'); achieved = committed offsets/s from the "
         "leader's high watermark over the second half of the run.",
         "",
         "| offered/s | system | achieved/s | printed bytes/s | p75 ms | p99 ms | p999 ms "

@@ -1,5 +1,5 @@
 """perf-test's TestRaftServer-style statistics against independent oracles: exact sorted-list
-quantiles (within one 0.25 ms bucket) and Kafka's `Rate.windowSize` rule worked by hand.
+quantiles (within one 1 ms bucket) and Kafka's `Rate.windowSize` rule worked by hand.
 Run: .venv/bin/pytest bench/tests (not part of `make unit`: bench/ is the benchmark's own tree)."""
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ def test_percentiles_within_one_bucket_of_exact(seed: int) -> None:
         stats.record(v, 100, 1_000 + i)
     now = 1_000 + len(values)
     for q in (0.5, 0.75, 0.99, 0.999):
-        assert abs(stats.percentile(q, now) - _exact(values, q)) <= 0.25 + 1e-9
+        assert abs(stats.percentile(q, now) - _exact(values, q)) <= 1.0 + 1e-9
 
 
 def test_large_latencies_land_in_the_last_bucket() -> None:
     stats = WriteStats()
     for _ in range(10):
         stats.record(900.0, 1, 0)
-    assert stats.percentile(0.99, 1) == pytest.approx(249.75)
+    assert stats.percentile(0.99, 1) == pytest.approx(249.0)
 
 
 def test_rate_uses_at_least_one_full_window() -> None:

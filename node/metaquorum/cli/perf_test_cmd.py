@@ -12,9 +12,11 @@ listener, HTTP status) plus a workload generator on top of the runtime's public 
 - commit latency = the time from handing a record to the core to its commit, in milliseconds;
 - every 5 s (when a commit is recorded) it prints
   `Throughput (bytes/second): %.2f, Latency (ms): %.1f p75 %.1f p99 %.1f p999`, with Kafka's
-  metric semantics: two 30 s samples; percentiles over 1,000 constant buckets up to 250 ms
-  (larger values land in the last bucket); the rate divides by the elapsed time of the retained
-  samples, but never less than one full window (Kafka's `Rate.windowSize`).
+  metric semantics: two 30 s samples; percentiles over 250 constant 1 ms buckets (Kafka's
+  `Percentiles(1000 bytes, 250.0, CONSTANT)`: 4 bytes a bucket), a latency counted in whole
+  milliseconds as Kafka's int ms, larger values in the last bucket (printed 249.0); the rate
+  divides by the elapsed time of the retained samples, but never less than one full window
+  (Kafka's `Rate.windowSize`).
 
 Invariants: only committed records are counted; the node's durability is unchanged (fsync on).
 """
@@ -37,7 +39,7 @@ from metaquorum.runtime.config import ConfigError, load_config
 
 WINDOW_MS = 30_000
 SAMPLES = 2
-BUCKETS = 1000
+BUCKETS = 250  # Kafka: Percentiles(sizeInBytes=1000, max=250.0): 1000 / 4 buckets
 MAX_LATENCY_MS = 250.0
 PRINT_INTERVAL_MS = 5000
 MAX_PENDING_RECORDS = 100_000
