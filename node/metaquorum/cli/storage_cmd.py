@@ -7,12 +7,14 @@ Exit codes: 0 ok, 1 bad input or a refused format (one line on stderr naming the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.types import Uuid
+from metaquorum.runtime.config import env_overrides
 from metaquorum.storage.formatter import (
     FormatterError,
     ServerConfig,
@@ -56,7 +58,9 @@ def _random_uuid(args: argparse.Namespace) -> int:
 
 def _format(args: argparse.Namespace) -> int:
     try:
-        config = ServerConfig.load(args.config)
+        # The same METAQUORUM_<KEY> overrides `server start` applies, so a pod formats the
+        # directory it will run on.
+        config = ServerConfig.load(args.config, env_overrides(os.environ))
         initial = (
             parse_initial_controllers(args.initial_controllers)
             if args.initial_controllers is not None
@@ -88,7 +92,9 @@ def _format(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     try:
-        config = ServerConfig.load(args.config)
+        # The same METAQUORUM_<KEY> overrides `server start` applies, so a pod formats the
+        # directory it will run on.
+        config = ServerConfig.load(args.config, env_overrides(os.environ))
         for d in config.all_dirs:
             meta = read_meta_properties(d)
             if meta is None:

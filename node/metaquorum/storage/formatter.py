@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,11 +94,13 @@ class ServerConfig:
     static_voters: str
 
     @classmethod
-    def load(cls, path: Path) -> ServerConfig:
+    def load(cls, path: Path, overrides: Mapping[str, str] | None = None) -> ServerConfig:
+        """Read `path`; `overrides` (e.g. the node's METAQUORUM_<KEY> environment) win."""
         try:
             props = parse_properties(path.read_text(encoding="utf-8"))
         except OSError as e:
             raise FormatterError(f"cannot read config {path}: {e.strerror}") from None
+        props.update(overrides or {})
         raw_id = props.get("node.id")
         if raw_id is None or not raw_id.strip().lstrip("-").isdigit():
             raise FormatterError(f"{path}: set node.id to an integer")

@@ -231,3 +231,18 @@ def test_storage_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert _cli(["storage", "info", "-c", str(cfg)]) == 1
     err = capsys.readouterr().err
     assert "meta.properties" in err and "unknown version" in err
+
+
+def test_format_applies_the_node_environment_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`storage format` honours METAQUORUM_<KEY> like `server start`, so a pod whose node.id and
+    data dir come from its environment formats the directory it will run on."""
+    cfg = _config(tmp_path)
+    monkeypatch.setenv("METAQUORUM_NODE_ID", "7")
+    monkeypatch.setenv("METAQUORUM_METADATA_LOG_DIR", str(tmp_path / "pod"))
+    monkeypatch.setenv("METAQUORUM_LOG_DIRS", str(tmp_path / "pod"))
+    assert _cli(["storage", "format", "-c", str(cfg), "-t", CLUSTER, "--standalone"]) == 0
+    assert read_meta_properties(tmp_path / "meta") is None
+    meta = read_meta_properties(tmp_path / "pod")
+    assert meta is not None and meta.node_id == 7
