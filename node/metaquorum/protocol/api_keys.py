@@ -10,7 +10,8 @@ against our schemas and Kafka's jar by tests), and the two header helpers apply 
   can parse the answer whatever version it asked for.
 
 Invariant: an api key or version outside these tables raises `ProtocolError`.
-KIP-482 (flexible versions, header versions), KIP-511, KIP-595 (the raft RPCs).
+KIP-482 (flexible versions, header versions), KIP-511, KIP-595 (the raft RPCs); Produce is the
+client append path on `__cluster_metadata`-0.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from metaquorum.protocol.errors import ProtocolError
 
 
 class ApiKeys(IntEnum):
+    PRODUCE = 0
     FETCH = 1
     API_VERSIONS = 18
     VOTE = 52
@@ -50,6 +52,7 @@ class ApiVersionRange:
 
 # Kafka 4.3.1's validVersions / flexibleVersions for each API (request and response agree).
 API_VERSIONS: dict[ApiKeys, ApiVersionRange] = {
+    ApiKeys.PRODUCE: ApiVersionRange(3, 13, 9),
     ApiKeys.FETCH: ApiVersionRange(4, 18, 12),
     ApiKeys.API_VERSIONS: ApiVersionRange(0, 4, 3),
     ApiKeys.VOTE: ApiVersionRange(0, 2, 0),

@@ -26,12 +26,16 @@ def test_error_codes_contiguous_and_known() -> None:
 
 
 def test_api_keys_numbers() -> None:
-    assert [k.value for k in ApiKeys] == [1, 18, 52, 53, 54, 55, 59, 60, 80, 81, 82]
+    assert [k.value for k in ApiKeys] == [0, 1, 18, 52, 53, 54, 55, 59, 60, 80, 81, 82]
 
 
 @pytest.mark.parametrize(
     ("key", "version", "req", "resp"),
     [
+        (ApiKeys.PRODUCE, 3, 1, 0),
+        (ApiKeys.PRODUCE, 8, 1, 0),
+        (ApiKeys.PRODUCE, 9, 2, 1),
+        (ApiKeys.PRODUCE, 13, 2, 1),
         (ApiKeys.FETCH, 11, 1, 0),
         (ApiKeys.FETCH, 12, 2, 1),
         (ApiKeys.API_VERSIONS, 2, 1, 0),
@@ -49,7 +53,9 @@ def test_header_versions(key: ApiKeys, version: int, req: int, resp: int) -> Non
     assert response_header_version(key, version) == resp
 
 
-@pytest.mark.parametrize(("key", "version"), [(0, 0), (1, 3), (1, 19), (52, 3), (999, 0)])
+@pytest.mark.parametrize(
+    ("key", "version"), [(0, 0), (0, 2), (0, 14), (1, 3), (1, 19), (52, 3), (999, 0)]
+)
 def test_header_version_unknown(key: int, version: int) -> None:
     with pytest.raises(ProtocolError):
         request_header_version(key, version)

@@ -48,6 +48,7 @@ from metaquorum.protocol.messages.control import (
     VotersRecord,
 )
 from metaquorum.protocol.messages.quorum_state import QuorumStateData
+from metaquorum.protocol.messages.produce import ProduceRequestData, ProduceResponseData
 
 MESSAGES: dict[str, type[KafkaMessage]] = {
     "RequestHeader": RequestHeaderData,
@@ -80,6 +81,8 @@ MESSAGES: dict[str, type[KafkaMessage]] = {
     "KRaftVersionRecord": KRaftVersionRecord,
     "VotersRecord": VotersRecord,
     "QuorumStateData": QuorumStateData,
+    "ProduceRequest": ProduceRequestData,
+    "ProduceResponse": ProduceResponseData,
 }
 
 REQUESTS: dict[int, type[KafkaMessage]] = {
@@ -94,6 +97,7 @@ REQUESTS: dict[int, type[KafkaMessage]] = {
     80: AddRaftVoterRequestData,
     81: RemoveRaftVoterRequestData,
     82: UpdateRaftVoterRequestData,
+    0: ProduceRequestData,
 }
 
 RESPONSES: dict[int, type[KafkaMessage]] = {
@@ -108,6 +112,7 @@ RESPONSES: dict[int, type[KafkaMessage]] = {
     80: AddRaftVoterResponseData,
     81: RemoveRaftVoterResponseData,
     82: UpdateRaftVoterResponseData,
+    0: ProduceResponseData,
 }
 
 __all__ = [
@@ -129,6 +134,8 @@ __all__ = [
     "FetchSnapshotResponseData",
     "KRaftVersionRecord",
     "LeaderChangeMessage",
+    "ProduceRequestData",
+    "ProduceResponseData",
     "QuorumStateData",
     "RemoveRaftVoterRequestData",
     "RemoveRaftVoterResponseData",

@@ -17,6 +17,7 @@ from metaquorum.protocol.schema import (
     fetch,
     fetch_snapshot,
     headers,
+    produce,
     quorum_epoch,
     quorum_state,
     raft_voters,
@@ -36,6 +37,7 @@ FAMILIES: dict[str, tuple[Message, ...]] = {
     "raft_voters": raft_voters.MESSAGES,
     "control": control.MESSAGES,
     "quorum_state": quorum_state.MESSAGES,
+    "produce": produce.MESSAGES,
 }
 
 ALL: tuple[Message, ...] = tuple(m for family in FAMILIES.values() for m in family)
