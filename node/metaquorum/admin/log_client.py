@@ -1,6 +1,6 @@
 """Async client for appending to and reading the replicated log (`__cluster_metadata`-0).
 
-Role: `append(values)` sends one Produce (acks=-1, v9) batch to the leader and returns the
+Role: `append(values)` sends one Produce (acks=-1, v13) batch to the leader and returns the
 base offset once the records are committed; `read(offset)` is a consumer Fetch (ReplicaId -1)
 returning committed records from `offset`. The leader is found with DescribeCluster
 (EndpointType 2, KIP-919) and re-found on NOT_LEADER_OR_FOLLOWER or a lost connection, with
@@ -24,21 +24,20 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, w
 from metaquorum.admin.client import AdminClient, AdminError, RetriableAdminError
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors
-from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+from metaquorum.protocol.messages import (
+    FetchRequestData,
+    FetchResponseData,
+    ProduceRequestData,
+    ProduceResponseData,
+)
 from metaquorum.protocol.records import build_batch, iter_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.runtime.config import Endpoint
-from metaquorum.runtime.produce import (
-    PRODUCE_API_KEY,
-    PRODUCE_VERSION,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-)
+from metaquorum.runtime.produce import TOPIC
 
 T = TypeVar("T")
-TOPIC = "__cluster_metadata"
 FETCH_VERSION = 17
+PRODUCE_VERSION = 13  # topic id (Uuid.ONE for __cluster_metadata), Kafka 4.3.1's newest
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,19 +88,29 @@ class LogClient:
     # --- append ------------------------------------------------------------------------------
     async def append(self, values: Sequence[bytes], *, timeout_ms: int = 10000) -> int:
         batch = build_batch(0, -1, list(values), timestamp_ms=int(time.time() * 1000))
-        request = ProduceRequest(
-            acks=-1, timeout_ms=timeout_ms, topics=[(TOPIC, [ProducePartition(0, batch)])]
+        request = ProduceRequestData(
+            acks=-1,
+            timeout_ms=timeout_ms,
+            topic_data=[
+                ProduceRequestData.TopicProduceData(
+                    name=TOPIC,
+                    topic_id=METADATA_TOPIC_ID,
+                    partition_data=[
+                        ProduceRequestData.PartitionProduceData(index=0, records=batch)
+                    ],
+                )
+            ],
         )
 
         async def once() -> int:
             leader = await self._leader_endpoint()
             try:
-                r = await self.admin._request(leader, PRODUCE_API_KEY, PRODUCE_VERSION, request)
+                r = await self.admin._request(leader, ApiKeys.PRODUCE, PRODUCE_VERSION, request)
             except RetriableAdminError:
                 self._leader = None
                 raise
-            assert isinstance(r, ProduceResponse)
-            p = r.topics[0][1][0]
+            assert isinstance(r, ProduceResponseData)
+            p = r.responses[0].partition_responses[0]
             if p.error_code == Errors.NOT_LEADER_OR_FOLLOWER:
                 self._leader = None
                 raise RetriableAdminError("leader moved")

@@ -1,10 +1,12 @@
 """Client append and read on `__cluster_metadata` partition 0 (the issue's client path).
 
 Role:
-- Produce (acks=-1): the leader decodes the batches, hands their record values to the core as
-  one `ClientAppend`, and answers once they commit (BaseOffset = first offset of the append);
-  a non-leader answers NOT_LEADER_OR_FOLLOWER; acks other than -1 get INVALID_REQUIRED_ACKS;
-  no commit within TimeoutMs gets REQUEST_TIMED_OUT (the append may still commit later).
+- Produce (acks=-1, the generated `ProduceRequestData`, v3-13): the leader decodes the batches,
+  hands their record values to the core as one `ClientAppend`, and answers once they commit
+  (BaseOffset = first offset of the append); a non-leader answers NOT_LEADER_OR_FOLLOWER with
+  the current leader and epoch (tagged CurrentLeader) and its endpoint (NodeEndpoints), which
+  the wire writes from v10 on; acks other than -1 get INVALID_REQUIRED_ACKS; no commit within
+  TimeoutMs gets REQUEST_TIMED_OUT (the append may still commit later).
 - Fetch as a consumer (ReplicaId < 0): served by this layer from the leader's stored batches,
   only whole batches below the high watermark (committed data only); an empty read long-polls
   until the HW moves or MaxWaitMs passes. A non-leader answers NOT_LEADER_OR_FOLLOWER with the
@@ -19,18 +21,26 @@ import asyncio
 import dataclasses
 
 from metaquorum.core.states import LeaderState
-from metaquorum.protocol.errors import Errors, ProtocolError
-from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import (
+    FetchRequestData,
+    FetchResponseData,
+    ProduceRequestData,
+    ProduceResponseData,
+)
 from metaquorum.protocol.records import iter_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.runtime.driver import Driver, NotLeaderError
 from metaquorum.runtime.produce import (
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
+    TOPIC,
+    PartitionResponse,
+    batch_values,
+    node_endpoints,
+    partition_response,
+    targets_metadata_partition,
+    topic_response,
 )
 
-TOPIC = "__cluster_metadata"
 MAX_READ_BYTES = 1024 * 1024
 
 
@@ -45,46 +55,53 @@ class ClientApi:
         self._hw_event = asyncio.Event()
 
     # --- Produce -----------------------------------------------------------------------------
-    async def produce(self, request: ProduceRequest) -> ProduceResponse:
-        out: list[tuple[str, list[ProducePartitionResponse]]] = []
-        for name, parts in request.topics:
-            answers = [await self._produce_one(name, p.index, p.records, request) for p in parts]
-            out.append((name, answers))
-        return ProduceResponse(out)
+    async def produce(self, request: ProduceRequestData) -> ProduceResponseData:
+        """The answer in its newest form; the wire writes what the negotiated version has."""
+        out: list[ProduceResponseData.TopicProduceResponse] = []
+        for topic in request.topic_data:
+            answers = [await self._produce_one(topic, p, request) for p in topic.partition_data]
+            out.append(topic_response(topic, answers))
+        return ProduceResponseData(
+            responses=out, node_endpoints=node_endpoints(out, self.driver.config.voters)
+        )
 
     async def _produce_one(
-        self, topic: str, index: int, records: bytes | None, request: ProduceRequest
-    ) -> ProducePartitionResponse:
-        def fail(error: Errors, message: str | None = None) -> ProducePartitionResponse:
-            return ProducePartitionResponse(index, int(error), error_message=message)
-
-        if topic != TOPIC or index != 0:
-            return fail(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        self,
+        topic: ProduceRequestData.TopicProduceData,
+        part: ProduceRequestData.PartitionProduceData,
+        request: ProduceRequestData,
+    ) -> PartitionResponse:
+        index = part.index
+        if not targets_metadata_partition(topic, index):
+            return partition_response(index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if request.acks != -1:
-            return fail(Errors.INVALID_REQUIRED_ACKS, "only acks=-1 is supported")
-        values: list[bytes] = []
-        try:
-            for batch in iter_batches(records or b"", allow_partial_tail=False):
-                batch.ensure_valid()
-                if batch.is_control:
-                    return fail(Errors.INVALID_RECORD, "control batches cannot be produced")
-                values.extend(r.value or b"" for r in batch)
-        except ProtocolError as e:
-            return fail(Errors.CORRUPT_MESSAGE, str(e))
-        if not values:
-            return fail(Errors.INVALID_RECORD, "no records")
+            return partition_response(
+                index, Errors.INVALID_REQUIRED_ACKS, "only acks=-1 is supported"
+            )
+        values = batch_values(part.records)
+        if isinstance(values, tuple):
+            return partition_response(index, *values)
         if not isinstance(self.driver.node.state, LeaderState):
-            return fail(Errors.NOT_LEADER_OR_FOLLOWER)
+            return self._not_leader(index)
         try:
             last = await asyncio.wait_for(
                 self.driver.append(tuple(values)), max(0.001, request.timeout_ms / 1000)
             )
         except NotLeaderError:
-            return fail(Errors.NOT_LEADER_OR_FOLLOWER)
+            return self._not_leader(index)
         except TimeoutError:
-            return fail(Errors.REQUEST_TIMED_OUT)
-        start = self.driver.node.log.start_offset
-        return ProducePartitionResponse(index, 0, last - len(values) + 1, -1, start)
+            return partition_response(index, Errors.REQUEST_TIMED_OUT)
+        return partition_response(
+            index,
+            base_offset=last - len(values) + 1,
+            log_start_offset=self.driver.node.log.start_offset,
+        )
+
+    def _not_leader(self, index: int) -> PartitionResponse:
+        node = self.driver.node
+        return partition_response(
+            index, Errors.NOT_LEADER_OR_FOLLOWER, leader=(node.leader_id, node.epoch)
+        )
 
     # --- consumer Fetch ----------------------------------------------------------------------
     async def consumer_fetch(self, request: FetchRequestData) -> FetchResponseData:

@@ -1,49 +1,112 @@
-"""Kafka's Produce (api key 0) at version 9, the first flexible version (KIP-482), hand-coded
-until the protocol package carries a generated ProduceRequest/ProduceResponse.
+"""Pure pieces of the client append path: Kafka's Produce (api key 0) on `__cluster_metadata`-0.
 
-Role: the client append path on `__cluster_metadata` partition 0: a leader answers once the
-records commit (acks=-1). Layout (Kafka's ProduceRequest.json / ProduceResponse.json, v9):
-
-    request:  TransactionalId compact-nullable-string, Acks int16, TimeoutMs int32,
-              TopicData [Name compact-string, PartitionData [Index int32,
-              Records compact-nullable-bytes, tags], tags], tags
-    response: Responses [Name, PartitionResponses [Index int32, ErrorCode int16,
-              BaseOffset int64, LogAppendTimeMs int64, LogStartOffset int64,
-              RecordErrors [BatchIndex int32, BatchIndexErrorMessage compact-nullable, tags],
-              ErrorMessage compact-nullable-string, tags], tags], ThrottleTimeMs int32, tags
-
-Invariants: decoding raises only ProtocolError; unknown tagged fields are skipped (v9 defines
-none); request header v2 and response header v1, as for every flexible version.
+Role: the codec is the generated `ProduceRequestData` / `ProduceResponseData` (versions 3-13,
+flexible 9+, from `protocol/schema/produce.py`); this module holds what the async handler in
+`client_api` needs without IO:
+- `targets_metadata_partition`: a topic entry names `__cluster_metadata` by name (v3-12) or by
+  topic id (v13+, KIP-516: the metadata topic's id is Uuid.ONE) and the partition is 0;
+- `batch_values`: the record values of the produced batches, or the error Kafka answers
+  (CORRUPT_MESSAGE for a bad CRC or truncated batch, INVALID_RECORD for a control batch or no
+  records);
+- `partition_response` / `topic_response`: answers echoing the request's topic name and id;
+  a NOT_LEADER_OR_FOLLOWER answer carries the current leader and epoch (tagged CurrentLeader,
+  KIP-951), and `node_endpoints` the leader's endpoint for the top-level NodeEndpoints.
+Invariants: responses are built in the newest form (v13 fields, tagged v10 fields); the wire
+layer writes only what the negotiated version carries (ignorable Name/TopicId and tagged
+fields outside the version are left out), so one builder serves every version.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from metaquorum.protocol.errors import ProtocolError
-from metaquorum.protocol.types import (
-    ByteReader,
-    write_compact_nullable_bytes,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_unsigned_varint,
-)
+from metaquorum.protocol.api_keys import ApiKeys
+from metaquorum.protocol.errors import Errors, ProtocolError
+from metaquorum.protocol.messages import ProduceRequestData, ProduceResponseData
+from metaquorum.protocol.records import iter_batches
+from metaquorum.protocol.types import METADATA_TOPIC_ID
+from metaquorum.runtime.config import Endpoint
 
-PRODUCE_API_KEY = 0
-PRODUCE_VERSION = 9
+PRODUCE_API_KEY = int(ApiKeys.PRODUCE)
+TOPIC = "__cluster_metadata"
 
-
-def _skip_tags(r: ByteReader) -> None:
-    for _ in range(r.read_unsigned_varint()):
-        r.read_unsigned_varint()
-        r.skip(r.read_unsigned_varint())
+PartitionResponse = ProduceResponseData.PartitionProduceResponse
 
 
-def _array_len(r: ByteReader) -> int:
-    n = r.read_compact_array_length()
-    if n < 0:
-        raise ProtocolError("Produce v9: null array")
-    return n
+def targets_metadata_partition(topic: ProduceRequestData.TopicProduceData, index: int) -> bool:
+    """True for `__cluster_metadata` partition 0, named by name (v3-12) or topic id (v13+)."""
+    return index == 0 and (topic.name == TOPIC or topic.topic_id == METADATA_TOPIC_ID)
+
+
+def batch_values(records: bytes | None) -> list[bytes] | tuple[Errors, str]:
+    """The values of every record of the produced batches, in order, or (error, message)."""
+    values: list[bytes] = []
+    try:
+        for batch in iter_batches(records or b"", allow_partial_tail=False):
+            batch.ensure_valid()
+            if batch.is_control:
+                return Errors.INVALID_RECORD, "control batches cannot be produced"
+            values.extend(r.value or b"" for r in batch)
+    except ProtocolError as e:
+        return Errors.CORRUPT_MESSAGE, str(e)
+    if not values:
+        return Errors.INVALID_RECORD, "no records"
+    return values
+
+
+def partition_response(
+    index: int,
+    error: Errors = Errors.NONE,
+    message: str | None = None,
+    *,
+    base_offset: int = -1,
+    log_start_offset: int = -1,
+    leader: tuple[int, int] | None = None,
+) -> PartitionResponse:
+    """One partition's answer; `leader` (id, epoch) fills the tagged CurrentLeader (v10+)."""
+    current = ProduceResponseData.LeaderIdAndEpoch()
+    if leader is not None:
+        current = ProduceResponseData.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+    return PartitionResponse(
+        index=index,
+        error_code=int(error),
+        base_offset=base_offset,
+        log_append_time_ms=-1,
+        log_start_offset=log_start_offset,
+        error_message=message,
+        current_leader=current,
+    )
+
+
+def topic_response(
+    topic: ProduceRequestData.TopicProduceData, answers: list[PartitionResponse]
+) -> ProduceResponseData.TopicProduceResponse:
+    return ProduceResponseData.TopicProduceResponse(
+        name=topic.name, topic_id=topic.topic_id, partition_responses=answers
+    )
+
+
+def node_endpoints(
+    answers: list[ProduceResponseData.TopicProduceResponse], voters: Mapping[int, Endpoint]
+) -> list[ProduceResponseData.NodeEndpoint]:
+    """Endpoints of the leaders named by NOT_LEADER_OR_FOLLOWER answers (KIP-951)."""
+    ids = {
+        p.current_leader.leader_id
+        for t in answers
+        for p in t.partition_responses
+        if p.error_code == Errors.NOT_LEADER_OR_FOLLOWER and p.current_leader.leader_id >= 0
+    }
+    return [
+        ProduceResponseData.NodeEndpoint(node_id=nid, host=voters[nid].host, port=voters[nid].port)
+        for nid in sorted(ids)
+        if nid in voters
+    ]
+
+
+# --- kept for bench/peers/ours.py (outside this module's owners' paths) until it builds
+# `ProduceRequestData` itself: the old builder's signature, now producing the generated class.
+PRODUCE_VERSION = 9  # the version bench's Go load generator speaks
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,107 +115,25 @@ class ProducePartition:
     records: bytes | None
 
 
-@dataclass(frozen=True, slots=True)
-class ProduceRequest:
-    API_KEY = PRODUCE_API_KEY
-    HIGHEST_SUPPORTED_VERSION = PRODUCE_VERSION
-    acks: int = -1
-    timeout_ms: int = 30000
-    topics: list[tuple[str, list[ProducePartition]]] = field(default_factory=list)
-    transactional_id: str | None = None
-
-    def write(self, out: bytearray, version: int) -> None:
-        if version != PRODUCE_VERSION:
-            raise ProtocolError(f"Produce v{version} is not supported (only v9)")
-        write_compact_nullable_string(out, self.transactional_id)
-        out += self.acks.to_bytes(2, "big", signed=True)
-        out += self.timeout_ms.to_bytes(4, "big", signed=True)
-        write_unsigned_varint(out, len(self.topics) + 1)
-        for name, parts in self.topics:
-            write_compact_string(out, name)
-            write_unsigned_varint(out, len(parts) + 1)
-            for p in parts:
-                out += p.index.to_bytes(4, "big", signed=True)
-                write_compact_nullable_bytes(out, p.records)
-                out.append(0)
-            out.append(0)
-        out.append(0)
-
-    @classmethod
-    def read(cls, r: ByteReader, version: int) -> ProduceRequest:
-        if version != PRODUCE_VERSION:
-            raise ProtocolError(f"Produce v{version} is not supported (only v9)")
-        tid = r.read_compact_nullable_string()
-        acks = r.read_int16()
-        timeout = r.read_int32()
-        topics = []
-        for _ in range(_array_len(r)):
-            name = r.read_compact_string()
-            parts = []
-            for _ in range(_array_len(r)):
-                index = r.read_int32()
-                records = r.read_compact_nullable_bytes()
-                _skip_tags(r)
-                parts.append(ProducePartition(index, records))
-            _skip_tags(r)
-            topics.append((name, parts))
-        _skip_tags(r)
-        return cls(acks, timeout, topics, tid)
-
-
-@dataclass(frozen=True, slots=True)
-class ProducePartitionResponse:
-    index: int
-    error_code: int = 0
-    base_offset: int = -1
-    log_append_time_ms: int = -1
-    log_start_offset: int = -1
-    error_message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProduceResponse:
-    topics: list[tuple[str, list[ProducePartitionResponse]]] = field(default_factory=list)
-    throttle_time_ms: int = 0
-
-    def write(self, out: bytearray, version: int) -> None:
-        write_unsigned_varint(out, len(self.topics) + 1)
-        for name, parts in self.topics:
-            write_compact_string(out, name)
-            write_unsigned_varint(out, len(parts) + 1)
-            for p in parts:
-                out += p.index.to_bytes(4, "big", signed=True)
-                out += p.error_code.to_bytes(2, "big", signed=True)
-                for v in (p.base_offset, p.log_append_time_ms, p.log_start_offset):
-                    out += v.to_bytes(8, "big", signed=True)
-                write_unsigned_varint(out, 1)  # RecordErrors: empty
-                write_compact_nullable_string(out, p.error_message)
-                out.append(0)
-            out.append(0)
-        out += self.throttle_time_ms.to_bytes(4, "big", signed=True)
-        out.append(0)
-
-    @classmethod
-    def read(cls, r: ByteReader, version: int) -> ProduceResponse:
-        topics = []
-        for _ in range(_array_len(r)):
-            name = r.read_compact_string()
-            parts = []
-            for _ in range(_array_len(r)):
-                index = r.read_int32()
-                error = r.read_int16()
-                base, append_time, start = r.read_int64(), r.read_int64(), r.read_int64()
-                for _ in range(_array_len(r)):
-                    r.read_int32()
-                    r.read_compact_nullable_string()
-                    _skip_tags(r)
-                message = r.read_compact_nullable_string()
-                _skip_tags(r)
-                parts.append(
-                    ProducePartitionResponse(index, error, base, append_time, start, message)
-                )
-            _skip_tags(r)
-            topics.append((name, parts))
-        throttle = r.read_int32()
-        _skip_tags(r)
-        return cls(topics, throttle)
+def ProduceRequest(  # noqa: N802 - the old class name, kept for its one caller
+    acks: int = -1,
+    timeout_ms: int = 30000,
+    topics: list[tuple[str, list[ProducePartition]]] | None = None,
+    transactional_id: str | None = None,
+) -> ProduceRequestData:
+    """A `ProduceRequestData` from the old (name, [ProducePartition]) form."""
+    return ProduceRequestData(
+        transactional_id=transactional_id,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=[
+            ProduceRequestData.TopicProduceData(
+                name=name,
+                partition_data=[
+                    ProduceRequestData.PartitionProduceData(index=p.index, records=p.records)
+                    for p in parts
+                ],
+            )
+            for name, parts in topics or []
+        ],
+    )

@@ -5,6 +5,10 @@ int32 big-endian size followed by that many bytes: request header + body, or res
 body. Header versions follow Kafka's rule (`request_header_version`/`response_header_version`);
 ApiVersions responses always use response header v0.
 
+Every API, Produce included, goes through the generated classes (`REQUESTS` / `RESPONSES`).
+Before encoding, `fit_to_version` leaves out tagged fields the negotiated version does not
+carry, so handlers may fill the newest form (KIP-482, KIP-951 for Produce v10+).
+
 Invariants: `decode_request` raises only `ProtocolError` on bad bytes; an ApiVersions request of
 an unsupported version is NOT an error: it decodes as `UnsupportedApiVersions` so the server can
 answer at v0 with UNSUPPORTED_VERSION and its ApiKeys, as Kafka's `RequestContext` does.
@@ -12,9 +16,11 @@ answer at v0 with UNSUPPORTED_VERSION and its ApiKeys, as Kafka's `RequestContex
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, TypeAlias
 
 from metaquorum.protocol.api_keys import (
     API_VERSIONS,
@@ -26,13 +32,9 @@ from metaquorum.protocol.api_keys import (
 )
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import REQUESTS, RESPONSES, RequestHeaderData, ResponseHeaderData
+from metaquorum.protocol.schema import BY_NAME
+from metaquorum.protocol.schema.dsl import Field, Message
 from metaquorum.protocol.types import ByteReader
-from metaquorum.runtime.produce import (
-    PRODUCE_API_KEY,
-    PRODUCE_VERSION,
-    ProduceRequest,
-    ProduceResponse,
-)
 
 SIZE = struct.Struct(">i")
 HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -64,33 +66,6 @@ class UnsupportedApiVersions:
     api_version: int
 
 
-def _request_header_version(api_key: int, api_version: int) -> int:
-    if api_key == PRODUCE_API_KEY:
-        _check_produce(api_version)
-        return 2
-    return request_header_version(api_key, api_version)
-
-
-def _response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == PRODUCE_API_KEY:
-        _check_produce(api_version)
-        return 1
-    return response_header_version(api_key, api_version)
-
-
-def _check_produce(api_version: int) -> None:
-    if api_version != PRODUCE_VERSION:
-        raise ProtocolError(f"unsupported version {api_version} of PRODUCE (we speak v9)")
-
-
-def _request_class(api_key: int) -> Any:
-    return ProduceRequest if api_key == PRODUCE_API_KEY else REQUESTS[api_key]
-
-
-def _response_class(api_key: int) -> Any:
-    return ProduceResponse if api_key == PRODUCE_API_KEY else RESPONSES[api_key]
-
-
 def frame(payload: bytes) -> bytes:
     return SIZE.pack(len(payload)) + payload
 
@@ -99,10 +74,6 @@ def decode_request(data: bytes) -> InboundRequest | UnsupportedApiVersions:
     if len(data) < HEADER_PREFIX.size:
         raise ProtocolError(f"request of {len(data)} bytes is shorter than a request header")
     api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(data)
-    if api_key == PRODUCE_API_KEY:
-        reader = ByteReader(data)
-        header = RequestHeaderData.read(reader, _request_header_version(api_key, api_version))
-        return InboundRequest(header, ProduceRequest.read(reader, api_version))
     key = api_key_of(api_key)
     rng = API_VERSIONS[key]
     if key == ApiKeys.API_VERSIONS and api_version not in rng:
@@ -119,9 +90,9 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, message
     """A whole response frame (size prefix included)."""
     out = bytearray(SIZE.size)
     ResponseHeaderData(correlation_id=correlation_id).write(
-        out, _response_header_version(api_key, api_version)
+        out, response_header_version(api_key, api_version)
     )
-    message.write(out, api_version)
+    fit_to_version(message, api_version).write(out, api_version)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
     return bytes(out)
 
@@ -136,8 +107,8 @@ def encode_request(
         correlation_id=correlation_id,
         client_id=client_id,
     )
-    header.write(out, _request_header_version(api_key, api_version))
-    message.write(out, api_version)
+    header.write(out, request_header_version(api_key, api_version))
+    fit_to_version(message, api_version).write(out, api_version)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
     return bytes(out)
 
@@ -152,10 +123,64 @@ def peek_correlation_id(data: bytes) -> int:
 def decode_response(api_key: int, api_version: int, data: bytes) -> tuple[int, Any]:
     """(correlation id, message) of a response frame's payload."""
     reader = ByteReader(data)
-    header = ResponseHeaderData.read(reader, _response_header_version(api_key, api_version))
-    cls: Any = _response_class(api_key)
+    header = ResponseHeaderData.read(reader, response_header_version(api_key, api_version))
+    cls: Any = RESPONSES[api_key]
     message = cls.read(reader, api_version)
     return header.correlation_id, message
+
+
+# A path to the tagged fields a version cannot carry: field name -> None (reset it) or the
+# sub-path inside a struct (or each element of a struct array).
+_Prune: TypeAlias = dict[str, "_Prune | None"]
+
+
+def fit_to_version(message: Any, version: int) -> Any:
+    """`message` without the tagged fields that `version` does not carry (KIP-482: tagged
+    fields are optional). Handlers build the newest form (e.g. Produce's CurrentLeader and
+    NodeEndpoints, v10+) and each connection gets what its negotiated version has; a message
+    whose version carries all its tagged fields is returned as is (one cached lookup)."""
+    schema = BY_NAME.get(getattr(message, "NAME", ""))
+    if schema is None:
+        return message
+    prune = _prune(schema.name, version)
+    return _apply(message, prune) if prune else message
+
+
+@cache
+def _prune(name: str, version: int) -> _Prune:
+    msg = BY_NAME[name]
+    return _prune_fields(msg, msg.fields, version)
+
+
+def _prune_fields(msg: Message, fields: tuple[Field, ...], version: int) -> _Prune:
+    out: _Prune = {}
+    for fld in fields:
+        if version not in fld.version_range():
+            if fld.tag is not None:
+                out[fld.py_name] = None
+            continue
+        if fld.is_struct:
+            sub = _prune_fields(msg, msg.struct_fields(fld.element_type), version)
+            if sub:
+                out[fld.py_name] = sub
+    return out
+
+
+def _apply(value: Any, prune: _Prune) -> Any:
+    changes: dict[str, Any] = {}
+    default = None
+    for name, sub in prune.items():
+        current = getattr(value, name)
+        if sub is None:
+            if default is None:
+                default = type(value)()
+            if current != getattr(default, name):
+                changes[name] = getattr(default, name)
+        elif isinstance(current, list):
+            changes[name] = [_apply(e, sub) for e in current]
+        else:
+            changes[name] = _apply(current, sub)
+    return dataclasses.replace(value, **changes) if changes else value
 
 
 def highest_version(api_key: ApiKeys) -> int:
