@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.quorum_cmd",
     "metaquorum.cli.log_cmd",
     "metaquorum.cli.perf_test_cmd",
+    "metaquorum.cli.snapshot_cmd",
 )
 
 
