@@ -25,9 +25,12 @@ SAMPLE = Path(__file__).resolve().parent / "samples" / "metadataquorum.yaml"
 
 
 def sample(ns: str, name: str = "quorum", **spec: Any) -> str:
-    """e2e/samples/metadataquorum.yaml in namespace ns, with the e2e image and `spec` merged."""
+    """e2e/samples/metadataquorum.yaml in namespace ns, with the e2e image and `spec` merged,
+    run as the placeholder workload (quorum mode "none": it scales one replica at a time, which
+    a static quorum of the real node refuses; test_operator_real_node.py runs the real node)."""
     body = yaml.safe_load(SAMPLE.read_text())
     body["metadata"].update({"name": name, "namespace": ns})
+    body["metadata"]["annotations"] = {"metaquorum.dev/quorum-mode": "none"}
     body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never", **spec})
     return json.dumps(body)
 

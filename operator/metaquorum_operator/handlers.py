@@ -2,8 +2,12 @@
 
 Role: wire the pure planner to the cluster. One kopf timer per MetadataQuorum (every
 RECONCILE_INTERVAL seconds, and at once when the object appears or the operator starts) runs
-`reconcile`: observe -> plan -> execute one action -> observe again, up to MAX_STEPS actions, then
-write the status computed from the last observation. Every action the operator takes is posted
+`reconcile`: describe the quorum (observe.py: DescribeQuorum through metaquorum.admin, in the
+timer's worker thread, bounded by a few seconds), observe -> plan -> execute one action ->
+observe again, up to MAX_STEPS actions, then write the status computed from the last
+observation. With the real node (quorum mode "static") a cluster id is generated once and kept
+in spec.clusterId before any pod formats its volume; a Refused plan posts one Warning Event when
+the Ready condition turns to its reason. Every action the operator takes is posted
 as a Kubernetes Event on the MetadataQuorum. Deletion is plain garbage collection through the
 controller ownerReferences (PVCs too when spec.storage.deleteClaimsOnDelete); kopf's finalizer
 only stops the timer first.
@@ -15,6 +19,7 @@ CRD's status schema is closed); status is written only when it changes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import os
@@ -24,7 +29,7 @@ from typing import Any, Protocol
 import kopf
 from kubernetes import client, config
 
-from metaquorum_operator import planner
+from metaquorum_operator import observe, planner
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.model import (
     GROUP,
@@ -34,8 +39,9 @@ from metaquorum_operator.model import (
     OperatorConfig,
     Owner,
     QuorumSpec,
+    new_cluster_id,
 )
-from metaquorum_operator.status import compute_status, differs
+from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
 MAX_STEPS = 8
@@ -82,13 +88,24 @@ def reconcile(
         return
     kube = Kube(_api())
     names = Names(name=str(meta["name"]), namespace=str(meta["namespace"]))
+    operator = (_state.get("operator") or OperatorConfig.from_env()).for_resource(
+        dict(meta.get("annotations") or {})
+    )
+    quorum_spec = QuorumSpec.from_spec(dict(spec))
+    if operator.static_quorum and not quorum_spec.cluster_id:
+        # Generated once, before any pod formats its volume, and kept in the spec.
+        cluster_id = new_cluster_id()
+        kube.set_cluster_id(names, cluster_id)
+        kopf.event(body, type="Normal", reason="ClusterId", message=f"cluster id {cluster_id}")
+        quorum_spec = dataclasses.replace(quorum_spec, cluster_id=cluster_id)
     desired = planner.Desired(
-        spec=QuorumSpec.from_spec(dict(spec)),
+        spec=quorum_spec,
         names=names,
         owner=Owner(name=names.name, uid=str(meta["uid"])),
-        operator=_state.get("operator") or OperatorConfig.from_env(),
+        operator=operator,
     )
-    quorum: planner.ObservedQuorum | None = None  # DescribeQuorum arrives with the node.
+    observation = observe_quorum(kube, desired)
+    quorum = observation.quorum
 
     def done(action: planner.Action) -> None:
         _post(body, action)
@@ -109,9 +126,32 @@ def reconcile(
         action=action,
         now=_now(),
         previous=dict(status),
+        quorum_error=observation.error or None,
+        cluster_id=quorum_spec.cluster_id,
     )
+    if isinstance(action, planner.Refused) and _ready_reason(status) != REFUSED_REASON:
+        kopf.warn(body, reason=REFUSED_REASON, message=action.reason)
     if differs(new, dict(status)):
         kube.write_status(names, new)
+
+
+def observe_quorum(kube: Cluster, desired: planner.Desired) -> observe.Observation:
+    """DescribeQuorum through the admin client, in this worker thread, bounded by
+    observe.DESCRIBE_TIMEOUT_S; nothing to describe before the StatefulSet has a member."""
+    if not desired.operator.static_quorum:
+        return observe.Observation(None)
+    sts = kube.observe(desired.names).statefulset
+    if sts is None or sts.replicas == 0:
+        return observe.Observation(None)
+    port = desired.spec.controller_port
+    return observe.describe(observe.bootstrap_servers(desired.names, port, sts.replicas))
+
+
+def _ready_reason(status: kopf.Status) -> str | None:
+    for c in status.get("conditions") or []:
+        if c.get("type") == "Ready":
+            return str(c.get("reason"))
+    return None
 
 
 class Cluster(Protocol):
@@ -134,7 +174,7 @@ def run_steps(
     action: planner.Action = planner.Converged()
     for _step in range(MAX_STEPS):
         action = planner.plan(desired, observed, quorum)
-        if isinstance(action, (planner.Wait, planner.Converged)):
+        if isinstance(action, (planner.Wait, planner.Refused, planner.Converged)):
             break
         kube.execute(action, desired.names)
         on_action(action)

@@ -148,6 +148,18 @@ class Kube:
                 if e.status != 404:
                     raise
 
+    def set_cluster_id(self, names: Names, cluster_id: str) -> None:
+        """Record the cluster id once, in spec.clusterId (the CRD makes it immutable)."""
+        self.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            names.namespace,
+            PLURAL,
+            names.name,
+            {"spec": {"clusterId": cluster_id}},
+            _content_type=MERGE,
+        )
+
     def write_status(self, names: Names, status: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, names.namespace, PLURAL, names.name, {"status": status}

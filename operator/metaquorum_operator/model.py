@@ -12,9 +12,10 @@ plus fixed suffixes (DNS-1035 safe when the resource name is).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,7 @@ class QuorumSpec:
     http_port: int = 8080
     tls_enabled: bool = False
     tls_secret_name: str | None = None
+    cluster_id: str | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -82,6 +84,7 @@ class QuorumSpec:
             http_port=int(listeners.get("httpPort", 8080)),
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
+            cluster_id=spec.get("clusterId") or None,
         )
 
 
@@ -150,20 +153,62 @@ class Owner:
         }
 
 
+# How the pods form their quorum (METAQUORUM_QUORUM_MODE):
+# - "static": the real node. `controller.quorum.voters` lists every pod's stable name, each pod
+#   formats its own volume on first start, the StatefulSet starts at spec.replicas and a change of
+#   replicas is refused (it would need KIP-853 voter changes, which the node does not support yet).
+# - "none": a test workload that forms no quorum (e2e/placeholder_node.py): the StatefulSet moves
+#   one replica at a time and nothing is described.
+QUORUM_MODES = ("static", "none")
+# A MetadataQuorum may override the operator's quorum mode with this annotation (the e2e tier
+# runs its placeholder-workload tests this way beside real-node quorums under one operator).
+QUORUM_MODE_ANNOTATION = "metaquorum.dev/quorum-mode"
+
+
 @dataclass(frozen=True, slots=True)
 class OperatorConfig:
-    """Operator-wide settings. `node_command` is the node container's command; the e2e tier
-    overrides it (METAQUORUM_NODE_COMMAND, a JSON list) until the node image exists."""
+    """Operator-wide settings. `node_command` is the node container's command (default
+    `metaquorum server start`); `quorum_mode` is one of QUORUM_MODES (default "static"). The e2e
+    tier's placeholder workload sets METAQUORUM_NODE_COMMAND (a JSON list) and mode "none"."""
 
     node_command: tuple[str, ...] = DEFAULT_NODE_COMMAND
+    quorum_mode: str = "static"
+
+    @property
+    def static_quorum(self) -> bool:
+        return self.quorum_mode == "static"
+
+    def for_resource(self, annotations: Mapping[str, str]) -> OperatorConfig:
+        """This config with the resource's QUORUM_MODE_ANNOTATION applied (unknown values are
+        ignored: the operator's own mode stays)."""
+        mode = annotations.get(QUORUM_MODE_ANNOTATION)
+        if mode in QUORUM_MODES and mode != self.quorum_mode:
+            return OperatorConfig(node_command=self.node_command, quorum_mode=mode)
+        return self
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
         env = os.environ if env is None else env
+        mode = env.get("METAQUORUM_QUORUM_MODE") or "static"
+        if mode not in QUORUM_MODES:
+            raise ValueError(f"METAQUORUM_QUORUM_MODE must be one of {', '.join(QUORUM_MODES)}")
         raw = env.get("METAQUORUM_NODE_COMMAND")
         if not raw:
-            return cls()
+            return cls(quorum_mode=mode)
         cmd = json.loads(raw)
         if not isinstance(cmd, list) or not cmd or not all(isinstance(c, str) for c in cmd):
             raise ValueError("METAQUORUM_NODE_COMMAND must be a non-empty JSON list of strings")
-        return cls(node_command=tuple(cmd))
+        return cls(node_command=tuple(cmd), quorum_mode=mode)
+
+
+def new_cluster_id(random_bytes: Callable[[int], bytes] = os.urandom) -> str:
+    """A cluster id as `kafka-storage random-uuid` prints it: a version-4 UUID in Kafka's
+    22-character URL-safe base64 without padding, never starting with '-' (Kafka's
+    Uuid.randomUuid redraws those, as they read as a command-line option)."""
+    while True:
+        b = bytearray(random_bytes(16))
+        b[6] = (b[6] & 0x0F) | 0x40  # version 4
+        b[8] = (b[8] & 0x3F) | 0x80  # IETF variant
+        text = base64.urlsafe_b64encode(bytes(b)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text

@@ -8,14 +8,19 @@ handlers (handlers.py) observe, call `plan`, execute the one action, and observe
 Rules, in order (the first that applies wins):
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
    are created, stale ones (spec-hash annotation differs) updated, in that order. A new
-   StatefulSet starts at one replica: the quorum grows one member at a time.
+   StatefulSet starts at one replica (quorum mode "none"): it grows one member at a time.
 2. While a pod of the StatefulSet is not ready (or the StatefulSet has not caught up with its own
    replicas), wait: no membership or roll step with a member down.
 3. Scale down one replica when above spec.replicas (before rolling pods that are about to go).
 4. OnDelete roll: delete one pod whose revision is not the StatefulSet's update revision, highest
    ordinal first (the leader-last rule joins when the quorum is observed).
-5. Scale up one replica when below spec.replicas (new members join on the new revision).
-6. Otherwise the quorum is converged.
+   The quorum's leader goes last; a static quorum rolls only while a leader is observed.
+5. Static quorum (the real node, OperatorConfig.quorum_mode "static"): a spec.replicas other
+   than the StatefulSet's is Refused (changing static voters needs every member restarted with
+   a new voter list, unsafe; KIP-853 dynamic voters are not supported by the node yet). A new
+   static StatefulSet starts at spec.replicas (all voters), and rule 3 does not apply.
+6. Scale up one replica when below spec.replicas (new members join on the new revision).
+7. Otherwise the quorum is converged.
 
 Invariants: pure (no IO, no clock); at most one action per call; never deletes a pod or scales
 while another member is unready; never touches an object it does not own (ownerReference uid).
@@ -116,11 +121,19 @@ class Wait:
 
 
 @dataclass(frozen=True, slots=True)
+class Refused:
+    """The spec asks for something the operator will not do; nothing changes (a Warning Event
+    and the Ready condition say why and how to undo it)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Converged:
     reason: str = "all objects up to date and all replicas ready"
 
 
-Action = Apply | ScaleStatefulSet | DeletePod | Wait | Converged
+Action = Apply | ScaleStatefulSet | DeletePod | Wait | Refused | Converged
 
 
 class NotOwned(Exception):
@@ -135,13 +148,18 @@ class Desired:
     operator: OperatorConfig = field(default_factory=OperatorConfig)
 
     def manifests(self, sts_replicas: int) -> dict[str, dict[str, Any]]:
+        """The owned objects for a StatefulSet of `sts_replicas`; a static quorum's voters are
+        the pods that exist (changing them is refused, rule 5)."""
         s, n, o = self.spec, self.names, self.owner
+        voters = sts_replicas if self.operator.static_quorum else None
         return {
-            "ConfigMap": builders.configmap(s, n, o),
+            "ConfigMap": builders.configmap(s, n, o, voters),
             "HeadlessService": builders.headless_service(s, n, o),
             "ClientService": builders.client_service(s, n, o),
             "PodDisruptionBudget": builders.pod_disruption_budget(s, n, o),
-            "StatefulSet": builders.statefulset(s, n, o, self.operator, sts_replicas),
+            "StatefulSet": builders.statefulset(
+                s, n, o, self.operator, sts_replicas, voters=voters
+            ),
         }
 
 
@@ -151,7 +169,11 @@ def _hash(manifest: Mapping[str, Any]) -> str:
 
 def plan(desired: Desired, observed: Observed, quorum: ObservedQuorum | None = None) -> Action:
     sts = observed.statefulset
-    start_replicas = sts.replicas if sts is not None else min(1, desired.spec.replicas)
+    static = desired.operator.static_quorum
+    if sts is not None:
+        start_replicas = sts.replicas
+    else:  # a static quorum starts whole: its voters must all exist to elect a leader
+        start_replicas = desired.spec.replicas if static else min(1, desired.spec.replicas)
     manifests = desired.manifests(start_replicas)
     # 1. owned objects exist and are current
     for key in ORDER:
@@ -178,16 +200,27 @@ def plan(desired: Desired, observed: Observed, quorum: ObservedQuorum | None = N
         return Wait(f"waiting for pods to be ready: {', '.join(unready) or 'status lagging'}")
     target = desired.spec.replicas
     # 3. scale down first: no point rolling a pod that is about to go
-    if sts.replicas > target:
+    if sts.replicas > target and not static:
         return ScaleStatefulSet(sts.replicas - 1, f"scaling down toward {target} replicas")
-    # 4. OnDelete roll, one pod at a time, highest ordinal first
+    # 4. OnDelete roll, one pod at a time, highest ordinal first, the quorum's leader last
     if sts.update_revision:
+        leader = quorum.leader_id if quorum is not None else -1
         stale = sorted(
-            (p for p in live if p.revision != sts.update_revision), key=lambda p: -p.ordinal
+            (p for p in live if p.revision != sts.update_revision),
+            key=lambda p: (p.ordinal == leader, -p.ordinal),
         )
         if stale:
+            if static and (quorum is None or quorum.leader_id < 0):
+                return Wait(f"{stale[0].name} runs an old revision; waiting for a leader first")
             return DeletePod(stale[0].name, reason=f"{stale[0].name} runs an old revision")
-    # 5. then grow one replica at a time
+    # 5. a static quorum's voters are fixed (KIP-853 dynamic voters are not supported yet)
+    if static and sts.replicas != target:
+        return Refused(
+            f"spec.replicas {target} differs from the {sts.replicas} static voters: changing "
+            "the voters needs dynamic quorum membership (KIP-853), not supported yet; "
+            f"set spec.replicas back to {sts.replicas}"
+        )
+    # 6. then grow one replica at a time
     if sts.replicas < target:
         return ScaleStatefulSet(sts.replicas + 1, f"scaling up toward {target} replicas")
     return Converged()

@@ -7,8 +7,10 @@ observation, never an input to decisions (the planner does not read it).
 Conditions (metav1.Condition shape, positive polarity, each with observedGeneration):
 - `Ready`: all spec.replicas pods exist, are ready and nothing is pending.
 - `ResourcesReconciled`: every owned object matches the spec (reason Applying while not).
-- `QuorumObserved`: the operator could describe the quorum (Unknown with reason
-  QuorumNotObservable until the node exists).
+- `QuorumAvailable`: DescribeQuorum answered with an elected leader (True, reason
+  LeaderElected); False with reason QuorumUnreachable and the admin client's one-line error once
+  the StatefulSet exists; Unknown (NotObserved) before, or where the workload forms no quorum.
+  Leader, epoch, highWatermark, voters and observers are the leader's answer, absent otherwise.
 A condition's lastTransitionTime changes only when its status does.
 """
 
@@ -25,7 +27,9 @@ from metaquorum_operator.planner import (
     DeletePod,
     Observed,
     ObservedQuorum,
+    Refused,
     ScaleStatefulSet,
+    VoterKey,
 )
 
 
@@ -51,6 +55,9 @@ def condition(
     }
 
 
+REFUSED_REASON = "VoterChangeRefused"
+
+
 def phase_of(
     spec: QuorumSpec, observed: Observed, action: Action, previous_phase: str | None
 ) -> str:
@@ -59,6 +66,8 @@ def phase_of(
         return "Pending"
     if isinstance(action, Converged):
         return "Running"
+    if isinstance(action, Refused):
+        return "Running" if sts.ready_replicas >= sts.replicas else "Degraded"
     if isinstance(action, ScaleStatefulSet) or sts.replicas != spec.replicas:
         return "Scaling"
     if previous_phase in ("Running", "Degraded") and not isinstance(action, (Apply, DeletePod)):
@@ -78,6 +87,8 @@ def compute_status(
     action: Action,
     now: str,
     previous: Mapping[str, Any] | None,
+    quorum_error: str | None = None,
+    cluster_id: str | None = None,
 ) -> dict[str, Any]:
     prev = previous or {}
     prev_conds: Sequence[Mapping[str, Any]] = prev.get("conditions") or []
@@ -85,11 +96,12 @@ def compute_status(
     ready = sts.ready_replicas if sts else 0
     phase = phase_of(spec, observed, action, prev.get("phase"))
     is_ready = isinstance(action, Converged)
+    refused = isinstance(action, Refused)
     conds = [
         condition(
             "Ready",
             "True" if is_ready else "False",
-            "QuorumReady" if is_ready else phase,
+            "QuorumReady" if is_ready else REFUSED_REASON if refused else phase,
             f"{ready}/{spec.replicas} replicas ready" + ("" if is_ready else f"; {action.reason}"),
             generation=generation,
             now=now,
@@ -120,44 +132,59 @@ def compute_status(
         "voters": None,
         "observers": None,
     }
-    if quorum is None:
-        conds.append(
-            condition(
-                "QuorumObserved",
-                "Unknown",
-                "QuorumNotObservable",
-                "the node does not answer DescribeQuorum yet",
-                generation=generation,
-                now=now,
-                previous=prev_conds,
-            )
-        )
-    else:
-        conds.append(
-            condition(
-                "QuorumObserved",
-                "True",
-                "DescribeQuorum",
-                f"leader {quorum.leader_id} in epoch {quorum.leader_epoch}",
-                generation=generation,
-                now=now,
-                previous=prev_conds,
-            )
-        )
-        status.update(
-            {
-                "clusterId": quorum.cluster_id,
-                "leader": quorum.leader_id,
-                "epoch": quorum.leader_epoch,
-                "highWatermark": quorum.high_watermark,
-                "voters": [{"id": v.id, "directoryId": v.directory_id} for v in quorum.voters],
-                "observers": [
-                    {"id": v.id, "directoryId": v.directory_id} for v in quorum.observers
-                ],
-            }
-        )
+    status["clusterId"] = cluster_id
+    conds.append(quorum_condition(quorum, quorum_error, generation, now, prev_conds))
+    if quorum is not None and quorum.leader_id >= 0:
+        status.update(quorum_fields(quorum))
+        status["clusterId"] = quorum.cluster_id or cluster_id
     status["conditions"] = conds
     return status
+
+
+def quorum_fields(quorum: ObservedQuorum) -> dict[str, Any]:
+    """The status fields DescribeQuorum fills (directoryId omitted when the replica has none)."""
+
+    def node(v: VoterKey) -> dict[str, Any]:
+        return {"id": v.id, "directoryId": v.directory_id} if v.directory_id else {"id": v.id}
+
+    return {
+        "leader": quorum.leader_id,
+        "epoch": quorum.leader_epoch,
+        "highWatermark": quorum.high_watermark,
+        "voters": [node(v) for v in quorum.voters],
+        "observers": [node(o) for o in quorum.observers],
+    }
+
+
+def quorum_condition(
+    quorum: ObservedQuorum | None,
+    error: str | None,
+    generation: int,
+    now: str,
+    previous: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    if quorum is not None and quorum.leader_id >= 0:
+        status, reason = "True", "LeaderElected"
+        message = (
+            f"leader {quorum.leader_id} in epoch {quorum.leader_epoch}, "
+            f"{len(quorum.voters)} voters, high watermark {quorum.high_watermark}"
+        )
+    elif quorum is not None:
+        status, reason = "False", "NoLeader"
+        message = f"no leader elected (epoch {quorum.leader_epoch})"
+    elif error:
+        status, reason, message = "False", "QuorumUnreachable", error
+    else:
+        status, reason, message = "Unknown", "NotObserved", "the quorum has not been described"
+    return condition(
+        "QuorumAvailable",
+        status,
+        reason,
+        message,
+        generation=generation,
+        now=now,
+        previous=previous,
+    )
 
 
 def differs(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:

@@ -9,7 +9,7 @@ from metaquorum_operator.model import DATA_DIR, Names, OperatorConfig, Owner, Qu
 
 NAMES = Names("q", "ns")
 OWNER = Owner("q", "uid-1")
-OP = OperatorConfig(node_command=("node",))
+OP = OperatorConfig(node_command=("node",), quorum_mode="none")
 
 
 def props(text: str) -> dict[str, str]:

@@ -38,7 +38,7 @@ def desired(replicas: int = 3, **kw: object) -> Desired:
         QuorumSpec(replicas=replicas, **kw),
         NAMES,
         OWNER,  # type: ignore[arg-type]
-        OperatorConfig(("node",)),
+        OperatorConfig(("node",), quorum_mode="none"),
     )
 
 

@@ -10,10 +10,11 @@ from metaquorum_operator.planner import (
     ObservedObject,
     ObservedQuorum,
     ObservedStatefulSet,
+    Refused,
     VoterKey,
     Wait,
 )
-from metaquorum_operator.status import compute_status, differs
+from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
 
 NAMES = Names("q", "ns")
 STS = ObservedStatefulSet(obj=ObservedObject("h"), replicas=3, ready_replicas=3)
@@ -42,7 +43,8 @@ def test_converged_is_ready_and_running() -> None:
     assert s["phase"] == "Running" and s["readyReplicas"] == 3 and s["replicas"] == 3
     assert cond(s, "Ready")["status"] == "True"
     assert cond(s, "ResourcesReconciled")["status"] == "True"
-    assert cond(s, "QuorumObserved")["status"] == "Unknown"
+    assert cond(s, "QuorumAvailable")["status"] == "Unknown"
+    assert s["leader"] is None and s["epoch"] is None
     assert all(c["observedGeneration"] == 4 for c in s["conditions"])
     assert s["observedGeneration"] == 4
     assert s["labelSelector"] == NAMES.label_selector()
@@ -84,7 +86,55 @@ def test_quorum_facts_are_reported_when_observed() -> None:
     assert (s["clusterId"], s["leader"], s["epoch"], s["highWatermark"]) == ("abc", 1, 7, 42)
     assert s["voters"] == [{"id": 0, "directoryId": "d0"}, {"id": 1, "directoryId": "d1"}]
     assert s["observers"] == [{"id": 3, "directoryId": "d3"}]
-    assert cond(s, "QuorumObserved")["status"] == "True"
+    c = cond(s, "QuorumAvailable")
+    assert (c["status"], c["reason"], c["observedGeneration"]) == ("True", "LeaderElected", 4)
+    assert "leader 1 in epoch 7" in c["message"]
+
+
+def test_a_replica_without_directory_id_has_no_directory_id_field() -> None:
+    q = ObservedQuorum("abc", 0, 1, 0, voters=(VoterKey(0, ""),))
+    assert status(Converged(), quorum=q)["voters"] == [{"id": 0}]
+
+
+def test_unreachable_quorum_is_not_available_with_the_error() -> None:
+    before = status(Converged(), quorum=ObservedQuorum("abc", 1, 7, 42), now="T1")
+    s = compute_status(
+        QuorumSpec(replicas=3),
+        NAMES,
+        generation=5,
+        observed=WITH_STS,
+        quorum=None,
+        action=Converged(),
+        now="T2",
+        previous=before,
+        quorum_error="no bootstrap controller answered",
+        cluster_id="cid",
+    )
+    c = cond(s, "QuorumAvailable")
+    assert (c["status"], c["reason"], c["lastTransitionTime"]) == (
+        "False",
+        "QuorumUnreachable",
+        "T2",
+    )
+    assert c["message"] == "no bootstrap controller answered"
+    assert c["observedGeneration"] == 5
+    assert s["clusterId"] == "cid"
+    # the leader and epoch are not kept from an earlier observation: status is observation
+    assert s["leader"] is None and s["epoch"] is None and s["voters"] is None
+
+
+def test_no_leader_is_not_available() -> None:
+    s = status(Wait("x"), quorum=ObservedQuorum("abc", -1, 3, 0))
+    assert cond(s, "QuorumAvailable")["reason"] == "NoLeader"
+    assert s["leader"] is None
+
+
+def test_refused_replica_change_keeps_running_but_not_ready() -> None:
+    s = status(Refused("set spec.replicas back to 3"))
+    c = cond(s, "Ready")
+    assert (c["status"], c["reason"]) == ("False", REFUSED_REASON)
+    assert "spec.replicas back to 3" in c["message"]
+    assert s["phase"] == "Running"
 
 
 def test_differs_treats_none_as_absent() -> None:

@@ -1,0 +1,85 @@
+"""Observe a MetadataQuorum's live quorum through the admin client (KIP-595 DescribeQuorum,
+KIP-919 `--bootstrap-controller` discovery).
+
+Role: what `kafka-metadata-quorum --bootstrap-controller <pods> describe --status` does, for the
+operator: DescribeCluster on the pods' stable DNS names (any of them answers with the cluster id
+and the active controller), then DescribeQuorum on the leader; the answer mapped (purely, by
+`observed_quorum_of`) to the planner's `ObservedQuorum`.
+
+Invariants: `describe` never raises: any failure (no pod answers, no leader yet, timeout, a bad
+reply) is an `Observation` with `quorum=None` and a one-line `error`; it is bounded by
+`timeout_s` in total, and runs on its own event loop in the calling thread (the kopf timer's
+worker thread), so the operator's event loop never waits on a node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+
+from metaquorum.admin.client import AdminClient, AdminError, QuorumInfo, parse_bootstrap
+
+from metaquorum_operator.model import Names
+from metaquorum_operator.planner import ObservedQuorum, VoterKey
+
+DESCRIBE_TIMEOUT_S = 3.0
+# Kafka's Uuid.ZERO as a string: a replica that reports no directory id (pre-KIP-853 voter).
+ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    quorum: ObservedQuorum | None
+    error: str = ""
+
+
+def bootstrap_servers(names: Names, port: int, members: int) -> str:
+    """`host:port,...` of the first `members` pods' stable names (the headless Service)."""
+    return ",".join(f"{names.pod_fqdn(i)}:{port}" for i in range(members))
+
+
+def observed_quorum_of(cluster_id: str | None, info: QuorumInfo) -> ObservedQuorum:
+    """DescribeQuorum's answer as the planner and status see it: ids and directory ids, in the
+    order the leader reported them; a ZERO directory id (none) becomes an empty string."""
+
+    def key(replica_id: int, directory_id: object) -> VoterKey:
+        d = str(directory_id)
+        return VoterKey(replica_id, "" if d == ZERO_DIRECTORY_ID else d)
+
+    return ObservedQuorum(
+        cluster_id=cluster_id or None,
+        leader_id=info.leader_id,
+        leader_epoch=info.leader_epoch,
+        high_watermark=info.high_watermark,
+        voters=tuple(key(v.replica_id, v.directory_id) for v in info.voters),
+        observers=tuple(key(o.replica_id, o.directory_id) for o in info.observers),
+    )
+
+
+async def describe_async(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) -> Observation:
+    try:
+        endpoints = parse_bootstrap(bootstrap)
+    except AdminError as e:
+        return Observation(None, str(e))
+    admin = AdminClient(endpoints, timeout_s=timeout_s)
+    admin.request_timeout_s = min(admin.request_timeout_s, max(timeout_s / 2, 0.1))
+    try:
+        async with asyncio.timeout(timeout_s):
+            cluster = await admin.describe_cluster()
+            info = await admin.describe_quorum()
+        return Observation(observed_quorum_of(cluster.cluster_id, info))
+    except TimeoutError:
+        return Observation(None, f"no answer from the quorum within {timeout_s:g} s")
+    except AdminError as e:
+        return Observation(None, str(e) or type(e).__name__)
+    except (OSError, ValueError) as e:
+        return Observation(None, f"{type(e).__name__}: {e}")
+    finally:
+        with contextlib.suppress(Exception):  # closing is best effort
+            await admin.close()
+
+
+def describe(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) -> Observation:
+    """Blocking form for a worker thread (kopf runs sync handlers in its thread pool)."""
+    return asyncio.run(describe_async(bootstrap, timeout_s))
