@@ -24,6 +24,9 @@ _KAFKA_NAMES: dict[str, str] = {
     "request_timeout_ms": "controller.quorum.request.timeout.ms",
     "retry_backoff_ms": "controller.quorum.retry.backoff.ms",
 }
+# metaquorum's own switch (not a Kafka config): drain the accumulator at once when the log is
+# idle (everything appended is flushed), so linger costs latency only under load.
+ADAPTIVE_LINGER = "metaquorum.append.linger.adaptive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,9 @@ class QuorumConfig:
     fetch_max_wait_ms: int = MAX_FETCH_WAIT_MS
     max_batch_size_bytes: int = MAX_BATCH_SIZE_BYTES
     snapshot_chunk_bytes: int = MAX_FETCH_SIZE_BYTES
+    # Adaptive linger: `append_linger_ms` is the upper bound; an append that finds the leader's
+    # log idle (nothing unflushed) is drained at once. 0 = Kafka's plain linger.
+    append_linger_adaptive: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -67,6 +73,11 @@ class QuorumConfig:
                     kwargs[attr] = int(props[name])
                 except ValueError:
                     raise ValueError(f"{name} must be an integer, got {props[name]!r}") from None
+        if ADAPTIVE_LINGER in props:
+            flag = props[ADAPTIVE_LINGER].strip().lower()
+            if flag not in ("true", "false"):
+                raise ValueError(f"{ADAPTIVE_LINGER} must be true or false, got {flag!r}")
+            kwargs["append_linger_adaptive"] = int(flag == "true")
         return cls(**kwargs)
 
     @staticmethod

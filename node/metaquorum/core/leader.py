@@ -1,7 +1,8 @@
 """The leader's own duties each poll (Kafka's `pollLeader` and `LeaderState` timers).
 
 Role: check-quorum (resign when a majority has not fetched within 1.5 x fetch.timeout.ms,
-KAFKA-15489), draining the batch accumulator after `append.linger.ms`, expiring parked
+KAFKA-15489), draining the batch accumulator after `append.linger.ms` (or at once when the
+log is idle: adaptive linger, metaquorum's own, `drain_due`), expiring parked
 fetches, and re-sending BeginQuorumEpoch; plus `update_check_quorum_for_following_voter`,
 called for every fetch from a voter.
 Invariants: the check-quorum window restarts only when a majority of the *other* voters
@@ -25,7 +26,7 @@ def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
     if now_ms >= st.check_quorum_deadline_ms:
         node.resign()
         return node.poll(now_ms)
-    if node.accumulator.ready(now_ms):
+    if drain_due(node, now_ms):
         drain_accumulator(node, st)
     expiry = node.purgatory.next_expiry_ms()
     if expiry is not None and expiry <= now_ms:
@@ -40,9 +41,25 @@ def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
     return deadline
 
 
+def drain_due(node: RaftNode, now_ms: int) -> bool:
+    """Linger expired or the batch is full; or (adaptive linger) the log is idle: everything
+    appended is already flushed, so no fsync is running that a batch could join. Under load
+    appends gather while the previous batch is being flushed (group commit); at low load an
+    append goes out at once instead of waiting `append.linger.ms`."""
+    acc = node.accumulator
+    if acc.ready(now_ms):
+        return True
+    return (
+        node.config.append_linger_adaptive != 0
+        and len(acc) > 0
+        and node.log.flushed_offset >= node.log.end_offset
+    )
+
+
 def drain_accumulator(node: RaftNode, st: LeaderState) -> None:
-    """Turn lingered appends into log entries of this epoch; remember each append's end."""
-    for batch in node.accumulator.drain(node.now_ms):
+    """Turn lingered appends into log entries of this epoch; remember each append's end.
+    The caller decided it is due (`drain_due`)."""
+    for batch in node.accumulator.drain(node.now_ms, force=True):
         entries: list[LogEntry] = []
         base = node.log.end_offset
         for item in batch:

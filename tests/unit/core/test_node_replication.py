@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import AppendCommitted, AppendFailed, SendResponse, TruncateLog
+from metaquorum.core.events import Flushed
 from metaquorum.core.fetch import TruncationBelowHighWatermark
 from metaquorum.core.states import ElectionState, FollowerState
 from metaquorum.protocol.errors import Errors
@@ -103,8 +105,7 @@ def test_parked_fetch_completes_on_new_data_and_on_hw_movement() -> None:
     assert ctx.response().correlation_id == 7 and partition(ctx).high_watermark == 1
     ctx.request(2, fetch_request(2, e, 1, e, hw=1), cid=8)
     assert not [x for x in ctx.effects if isinstance(x, SendResponse)]  # parked
-    ctx.append(1, b"a")
-    ctx.advance(25)  # linger
+    ctx.append(1, b"a")  # the log is idle (all flushed): adaptive linger drains at once
     resp = [x for x in ctx.effects if isinstance(x, SendResponse)]
     assert [r.correlation_id for r in resp] == [8] and [x.value for x in resp[0].entries] == [b"a"]
 
@@ -123,9 +124,7 @@ def test_parked_fetch_expires_after_max_wait() -> None:
 def test_append_commits_after_majority_and_fails_when_not_leader() -> None:
     ctx = leader()
     e = ctx.node.epoch
-    ctx.append(5, b"a", b"b")
-    assert ctx.appended() == []  # lingering
-    ctx.advance(25)
+    ctx.append(5, b"a", b"b")  # the log is idle: drained at once (adaptive linger)
     assert [x.offset for x in ctx.appended()] == [1, 2] and ctx.flush_requested()
     ctx.flush()
     ctx.request(2, fetch_request(2, e, 3, e))
@@ -133,6 +132,50 @@ def test_append_commits_after_majority_and_fails_when_not_leader() -> None:
     follower = RaftTestContext(2, [1, 2, 3])
     follower.append(6, b"x")
     assert follower.effects == [AppendFailed(6, "NOT_LEADER_OR_FOLLOWER")]
+
+
+def flushed_leader(config: QuorumConfig | None = None) -> RaftTestContext:
+    ctx = RaftTestContext(1, [1, 2, 3], config=config or QuorumConfig())
+    ctx.become_leader()
+    ctx.flush()  # the LeaderChange record is durable: the log is idle
+    return ctx
+
+
+def test_adaptive_linger_drains_at_once_when_the_log_is_idle() -> None:
+    ctx = flushed_leader()
+    ctx.append(5, b"a")
+    assert [x.offset for x in ctx.appended()] == [1] and ctx.flush_requested()
+
+
+def test_adaptive_linger_batches_while_a_flush_is_running() -> None:
+    ctx = flushed_leader()
+    ctx.append(5, b"a")  # drained at once, its fsync now runs
+    ctx.append(6, b"b")
+    ctx.append(7, b"c")
+    assert ctx.appended() == []  # waits for the running flush, not for the linger
+    ctx.now += 3
+    ctx.handle(Flushed(2))
+    assert [(x.offset, x.value) for x in ctx.appended()] == [(2, b"b"), (3, b"c")]
+    assert ctx.flush_requested()
+
+
+def test_adaptive_linger_keeps_linger_ms_as_the_upper_bound() -> None:
+    ctx = flushed_leader()
+    ctx.append(5, b"a")
+    ctx.append(6, b"b")  # the flush of offset 1 never completes
+    ctx.advance(24)
+    assert ctx.appended() == []
+    assert ctx.deadline == ctx.now + 1
+    ctx.advance(1)
+    assert [x.value for x in ctx.appended()] == [b"b"]
+
+
+def test_plain_linger_when_adaptive_is_off() -> None:
+    ctx = flushed_leader(QuorumConfig(append_linger_adaptive=0))
+    ctx.append(5, b"a")
+    assert ctx.appended() == []
+    ctx.advance(25)
+    assert [x.value for x in ctx.appended()] == [b"a"]
 
 
 def test_losing_leadership_fails_pending_appends() -> None:
