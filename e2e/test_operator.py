@@ -263,6 +263,7 @@ def test_deleting_the_cr_cleans_up(cluster: Cluster, quorum: str) -> None:
         ({"listeners": {"controllerPort": 9000, "httpPort": 9000}}, "must differ"),
         ({"storage": {"size": "lots"}}, "must be a positive quantity"),
         ({"imagePullPolicy": "Sometimes"}, "Unsupported value"),
+        ({"clusterId": "-not-a-kafka-uuid"}, "spec.clusterId in body should match"),
     ],
 )
 def test_bad_spec_is_refused(

@@ -113,4 +113,11 @@ def test_operator_runs_the_real_node_and_reports_the_live_quorum(
     assert cluster.apps.read_namespaced_stateful_set("quorum", ns).spec.replicas == 3
     cluster.kubectl("scale", "metadataquorum", "quorum", "-n", ns, "--replicas=3")
     wait_for(lambda: cond(mq(cluster, ns), "Ready").get("status") == "True", 30, "Ready again at 3")
+    # the cluster id cannot change or go once the pods are formatted with it
+    for patch in (
+        ["--type=merge", "-p", '{"spec": {"clusterId": "AAAAAAAAAAAAAAAAAAAAAQ"}}'],
+        ["--type=json", "-p", '[{"op": "remove", "path": "/spec/clusterId"}]'],
+    ):
+        proc = cluster.kubectl("patch", "metadataquorum", "quorum", "-n", ns, *patch, check=False)
+        assert proc.returncode != 0 and "spec.clusterId is immutable" in proc.stderr, proc.stderr
     cluster.kubectl("delete", "metadataquorum", "quorum", "-n", ns)
