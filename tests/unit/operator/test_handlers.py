@@ -7,6 +7,8 @@ from metaquorum_operator.model import Names
 from metaquorum_operator.planner import Apply, Converged, Wait
 
 from tests.unit.operator.test_planner import World, converged, desired
+from tests.unit.operator.test_planner_static import LEADER_1
+from tests.unit.operator.test_planner_static import desired as static_desired
 
 
 class ModelKube:
@@ -52,3 +54,19 @@ def test_describe_names_the_object_and_the_reason() -> None:
     handlers.run_steps(kube, want, None, done.append)
     text = handlers._describe(done[0])
     assert text == "created ConfigMap q-config (ConfigMap q-config is missing)"
+
+
+def test_a_refused_plan_executes_nothing() -> None:
+    kube = ModelKube(World(slow=0))
+    handlers.run_steps(kube, static_desired(3), LEADER_1, lambda a: None)
+    done: list[planner.Action] = []
+    action, observed = handlers.run_steps(kube, static_desired(5), LEADER_1, done.append)
+    assert isinstance(action, planner.Refused) and done == []
+    assert observed.statefulset is not None and observed.statefulset.replicas == 3
+
+
+def test_no_describe_before_the_statefulset_or_for_a_quorumless_workload() -> None:
+    kube = ModelKube(World())
+    assert handlers.observe_quorum(kube, static_desired(3)) == handlers.observe.Observation(None)
+    handlers.run_steps(kube, desired(3), None, lambda a: None)  # quorum mode "none"
+    assert handlers.observe_quorum(kube, desired(3)) == handlers.observe.Observation(None)
