@@ -24,7 +24,6 @@ from metaquorum.protocol.messages import (
     DescribeClusterResponseData,
 )
 from metaquorum.runtime.config import Endpoint
-from metaquorum.runtime.produce import PRODUCE_API_KEY
 
 AVR = ApiVersionsResponseData
 
@@ -38,8 +37,6 @@ def api_versions_response(version: int, error: Errors = Errors.NONE) -> AVR:
         AVR.ApiVersion(api_key=int(k), min_version=r.lowest, max_version=r.highest)
         for k, r in sorted(API_VERSIONS.items())
     ]
-    # Produce v9 on __cluster_metadata-0 (runtime.produce), the client append path.
-    keys.insert(0, AVR.ApiVersion(api_key=PRODUCE_API_KEY, min_version=9, max_version=9))
     features: list[AVR.SupportedFeatureKey] = []
     name, lo, hi = KRAFT_VERSION_FEATURE
     # "In v0-v3, features with MinSupportedVersion = 0 are omitted" (ApiVersionsResponse.json).

@@ -225,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import shutil
 
+    # SIGTERM and SIGHUP stop the quorum the way Ctrl-C does, so no node outlives its launcher.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+
     shutil.rmtree(args.dir, ignore_errors=True)
     q = LocalQuorum(args.dir.resolve(), args.voters)
     q.write_configs()
@@ -257,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         q.stop_all()
         print("stopped.")
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

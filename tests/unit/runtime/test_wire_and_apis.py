@@ -78,6 +78,12 @@ def test_api_versions_advertises_kraft_version_from_v4_only() -> None:
     # "In v0-v3, features with MinSupportedVersion = 0 are omitted."
     assert api_versions_response(3).supported_features == []
     assert {k.api_key for k in v4.api_keys} == {0} | {int(k) for k in API_VERSIONS}
+    # One entry per api key, each with the range we really serve (Produce 3-13 included).
+    keys = [k.api_key for k in v4.api_keys]
+    assert len(keys) == len(set(keys))
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in v4.api_keys}
+    assert ranges == {int(k): (r.lowest, r.highest) for k, r in API_VERSIONS.items()}
+    assert ranges[int(ApiKeys.PRODUCE)] == (3, 13)
     # ApiVersions responses use response header v0 even at v3+: cid then body, no tag buffer.
     frame = encode_response(18, 4, 9, v4)
     assert _payload(frame)[:4] == struct.pack(">i", 9)
