@@ -47,7 +47,16 @@ def batch_values(records: bytes | None) -> list[bytes] | tuple[Errors, str]:
             batch.ensure_valid()
             if batch.is_control:
                 return Errors.INVALID_RECORD, "control batches cannot be produced"
-            values.extend(r.value or b"" for r in batch)
+            for r in batch:
+                # KRaft's log holds value-only records (key null, no headers: BatchBuilder), so
+                # anything else would be acknowledged and then lost: refuse it instead.
+                if r.key is not None or r.headers or r.value is None:
+                    return Errors.INVALID_RECORD, (
+                        f"record at offset delta {r.offset - batch.base_offset} has a key, "
+                        "headers or a null value; __cluster_metadata records carry a value only "
+                        "(put the key inside the value, e.g. key=value)"
+                    )
+                values.append(r.value)
     except ProtocolError as e:
         return Errors.CORRUPT_MESSAGE, str(e)
     if not values:

@@ -17,7 +17,7 @@ from metaquorum.protocol.messages import (
     ProduceRequestData,
     ProduceResponseData,
 )
-from metaquorum.protocol.records import build_batch
+from metaquorum.protocol.records import Header, SimpleRecord, build_batch
 from metaquorum.protocol.types import METADATA_TOPIC_ID, Uuid
 from metaquorum.runtime.client_api import ClientApi
 from metaquorum.runtime.config import Endpoint
@@ -88,6 +88,24 @@ def test_batch_values_and_refusals() -> None:
     control = snapshot_footer_batch(0, 1, timestamp_ms=0)
     assert batch_values(control) == (Errors.INVALID_RECORD, "control batches cannot be produced")
     assert batch_values(None) == (Errors.INVALID_RECORD, "no records")
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        SimpleRecord(b"v", key=b"k"),
+        SimpleRecord(b"v", headers=(Header("h", b"x"),)),
+        SimpleRecord(None),
+    ],
+    ids=["key", "headers", "null-value"],
+)
+def test_records_the_log_cannot_hold_are_refused_not_truncated(record: SimpleRecord) -> None:
+    """A key, headers or a null value would be acknowledged and silently lost (KRaft's log
+    holds value-only records), so the whole produce is refused with INVALID_RECORD."""
+    batch = build_batch(0, 0, [b"ok", record], timestamp_ms=0)
+    error = batch_values(batch)
+    assert isinstance(error, tuple) and error[0] == Errors.INVALID_RECORD
+    assert "offset delta 1" in error[1] and "value only" in error[1]
 
 
 def test_fit_to_version_drops_only_tagged_fields_the_version_lacks() -> None:
