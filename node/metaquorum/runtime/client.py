@@ -117,7 +117,8 @@ class KafkaConnection:
         self._pending[cid] = (api_key, api_version, fut)
         try:
             writer.write(encode_request(api_key, api_version, cid, message, self.client_id))
-            return await asyncio.wait_for(fut, timeout_s)
+            async with asyncio.timeout(timeout_s):  # cheaper than wait_for (no extra waiter)
+                return await fut
         finally:
             self._pending.pop(cid, None)
 

@@ -106,7 +106,9 @@ class KafkaServer:
     ) -> None:
         while True:
             try:
-                first = await asyncio.wait_for(reader.readexactly(1), self.idle_timeout_s)
+                # asyncio.timeout arms a timer handle; wait_for would create a task per frame.
+                async with asyncio.timeout(self.idle_timeout_s):
+                    first = await reader.readexactly(1)
             except asyncio.IncompleteReadError:
                 return  # clean close between frames
             async with asyncio.timeout(self.frame_timeout_s):
