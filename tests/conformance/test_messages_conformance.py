@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.protocol.json_form import to_json
+from metaquorum.protocol.json_form import dumps, to_json
 from metaquorum.protocol.messages import MESSAGES
 from metaquorum.protocol.schema import BY_NAME
 from metaquorum.protocol.schema.dsl import Field, Message
@@ -247,6 +247,8 @@ def _check_both_ways(oracle: KafkaOracle, name: str, version: int, msg: Any) -> 
     assert decoded["hex"] == ours.hex(), f"Kafka re-encodes {where} differently: {decoded}"
     kafka_json, mine = _drop_unshowable_records(decoded["json"], our_json)
     assert kafka_json == mine, f"Kafka reads other values from {where}"
+    # ... and our JSON text is its JsonConverter's, character for character (key order, escapes).
+    assert dumps(our_json) == decoded["jsonText"], f"our JSON text of {where} differs from Kafka's"
     # 2. our JSON -> Kafka bytes: the same bytes, and our decoder reads our value back.
     assert encoded["ok"], f"Kafka cannot encode our JSON of {where}: {encoded['error']}"
     theirs = bytes.fromhex(encoded["hex"])

@@ -7,7 +7,7 @@
  * may carry an "id" that is echoed back. A reply is {"ok": true, ...} or {"ok": false, "error":
  * "...", "exception": "<class>"}; bad input never kills the process. Ops:
  *   encode        {message, version, json}            -> {hex}
- *   decode        {message, version, hex}             -> {json, hex (Kafka's re-encoding, or
+ *   decode        {message, version, hex}             -> {json, jsonText, hex (Kafka's re-encoding, or
  *                                                         null and writeError if it refuses)}
  *   default       {message, version}                  -> {json, hex} of new <Name>Data()
  *   versions      {message}                           -> {lowest, highest, flexible: [..],
@@ -167,7 +167,10 @@ public final class Oracle {
             throw new IllegalArgumentException(buf.remaining() + " leftover bytes after decoding");
         }
         ObjectNode out = NODES.objectNode();
-        out.set("json", k.toJson(msg, v));
+        JsonNode json = k.toJson(msg, v);
+        out.set("json", json);
+        // The converter's JSON as Jackson prints it: key order, escapes and number forms.
+        out.put("jsonText", json.toString());
         // Kafka's reader accepts some inputs its writer refuses (unknown tags out of order):
         // report the read, and the write failure beside it.
         try {
