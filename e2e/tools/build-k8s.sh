@@ -15,7 +15,9 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 CACHE="${METAQUORUM_CACHE:-$HOME/.cache/metaquorum}"
 OUT="$CACHE/k8s-$K8S_VERSION"
 BIN="$OUT/bin"
-PROXY="${GOPROXY_URL:-https://proxy.golang.org}"
+# The machine's own Go module proxy (the first entry of `go env GOPROXY`), overridable.
+PROXY="${GOPROXY_URL:-$(go env GOPROXY | cut -d, -f1)}"
+[[ "$PROXY" == http* ]] || { echo "[build-k8s] ERROR: go env GOPROXY names no proxy ($PROXY); set GOPROXY_URL" >&2; exit 1; }
 
 log() { echo "[build-k8s] $*" >&2; }
 die() { echo "[build-k8s] ERROR: $*" >&2; exit 1; }
