@@ -54,6 +54,7 @@ from metaquorum.core.events import (
 from metaquorum.core.fetch_purgatory import FetchPurgatory
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.log import EntryKind, LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.request_manager import RequestManager
@@ -271,8 +272,11 @@ class RaftNode:
         self.progress = LeaderProgress(self.local_id, self.voters.voter_ids, start)
         self.fetched_voters = set()
         self.purgatory = FetchPurgatory()
-        # KIP-595: the new leader opens its epoch with a LeaderChange control record.
-        value = ",".join(str(v) for v in sorted(st.tally.granted)).encode()
+        # KIP-595: the new leader opens its epoch with a LeaderChange control record naming
+        # every current voter and those that granted the election.
+        value = LeaderChangeValue.of(
+            self.local_id, self.voters.voter_ids, st.tally.granted
+        ).encode()
         self._append_as_leader([LogEntry(start, st.epoch, value, EntryKind.LEADER_CHANGE)])
 
     def resign(self) -> None:

@@ -329,9 +329,7 @@ class Driver:
             data = [received[1]]
         else:
             leader = self.config.node_id if isinstance(self.node.state, LeaderState) else -1
-            data = batches_for_entries(
-                entries, leader_id=leader, voters=list(self.config.voters), timestamp_ms=now_ms()
-            )
+            data = batches_for_entries(entries, leader_id=leader, timestamp_ms=now_ms())
         self._received.clear()
         self.stats.appends += len(entries)
         storage = self.io.storage

@@ -144,12 +144,7 @@ class NodeRuntime:
         if not records:
             # Not batch-aligned (should not happen): encode the entries themselves.
             records = b"".join(
-                batches_for_entries(
-                    entries,
-                    leader_id=self.config.node_id,
-                    voters=list(self.config.voters),
-                    timestamp_ms=0,
-                )
+                batches_for_entries(entries, leader_id=self.config.node_id, timestamp_ms=0)
             )
         topic = message.responses[0]
         part = dataclasses.replace(topic.partitions[0], records=records)

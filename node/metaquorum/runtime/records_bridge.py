@@ -6,7 +6,8 @@ the entries of an `AppendEntries` effect into batches for storage, and serves a 
 leader's stored batches (bytes as on disk, as Kafka does).
 
 Invariants: a data record's value is the entry's value (key null); a LeaderChange control batch
-is an entry of kind LEADER_CHANGE whose value is the comma-separated granting voter ids; offsets and
+is an entry of kind LEADER_CHANGE whose value is `core.leader_change.LeaderChangeValue` (leader,
+all voters, granting voters: the core fills them, the runtime patches nothing in); offsets and
 epochs are taken from the batches; batches that fail their CRC are refused (ProtocolError).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.log import EntryKind, LogEntry
 from metaquorum.protocol.control_records import (
     ControlRecordType,
@@ -40,8 +42,11 @@ def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry
                 if rtype == ControlRecordType.LEADER_CHANGE and isinstance(
                     message, LeaderChangeMessage
                 ):
-                    granted = message.granting_voters
-                    value = ",".join(str(v.voter_id) for v in granted).encode()
+                    value = LeaderChangeValue.of(
+                        message.leader_id,
+                        (v.voter_id for v in message.voters),
+                        (v.voter_id for v in message.granting_voters),
+                    ).encode()
                 offset = batch.base_offset + i
                 if offset >= from_offset:
                     out.append(LogEntry(offset, epoch, value, EntryKind.LEADER_CHANGE))
@@ -55,13 +60,13 @@ def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry
 def batches_for_entries(
     entries: Sequence[LogEntry],
     *,
-    leader_id: int,
-    voters: Sequence[int] = (),
+    leader_id: int = -1,
     timestamp_ms: int,
 ) -> list[bytes]:
     """Encode entries (dense offsets) as v2 batches: runs of data entries of one epoch become
-    one batch; each LeaderChange entry its own control batch naming `leader_id`, `voters` (all
-    voters) and, as granting voters, the ids in the entry's value."""
+    one batch; each LeaderChange entry its own control batch with the leader, the voters and
+    the granting voters the core put in the entry's value (`LeaderChangeValue`); `leader_id`
+    and the granting voters stand in for a legacy value that names neither leader nor voters."""
     out: list[bytes] = []
     run: list[LogEntry] = []
 
@@ -77,14 +82,14 @@ def batches_for_entries(
     for entry in entries:
         if entry.kind is EntryKind.LEADER_CHANGE:
             flush_run()
-            granting = [
-                LeaderChangeMessage.Voter(voter_id=int(v))
-                for v in entry.value.decode().split(",")
-                if v.strip().lstrip("-").isdigit()
-            ]
-            everyone = [LeaderChangeMessage.Voter(voter_id=v) for v in sorted(voters)] or granting
+            lc = LeaderChangeValue.decode(entry.value)
+            granting = [LeaderChangeMessage.Voter(voter_id=v) for v in lc.granting_voters]
+            everyone = [LeaderChangeMessage.Voter(voter_id=v) for v in lc.voters] or granting
             message = LeaderChangeMessage(
-                version=0, leader_id=leader_id, voters=everyone, granting_voters=granting
+                version=0,
+                leader_id=lc.leader_id if lc.leader_id >= 0 else leader_id,
+                voters=everyone,
+                granting_voters=granting,
             )
             out.append(
                 leader_change_batch(entry.offset, entry.epoch, message, timestamp_ms=timestamp_ms)

@@ -6,6 +6,7 @@ from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import PersistElectionState, SendResponse
 from metaquorum.core.end_quorum_epoch import strict_exponential_election_backoff_ms
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.states import (
     CandidateState,
     ElectionState,
@@ -158,7 +159,8 @@ def test_single_voter_elects_itself_and_commits_after_flush() -> None:
     ctx.advance_to_deadline()
     st = ctx.node.state
     assert isinstance(st, LeaderState) and st.epoch == 1
-    assert ctx.appended() == [leader_change(0, 1, b"1")]  # value: the granting voters
+    # value: the leader, every current voter, the granting voters
+    assert ctx.appended() == [leader_change(0, 1, b"leader=1;voters=1;granting=1")]
     assert ctx.hw_reports() == []  # nothing is committed before the flush
     ctx.flush()
     assert ctx.hw_reports() == [1]
@@ -171,6 +173,10 @@ def test_candidate_wins_with_a_majority_and_writes_leader_change() -> None:
     st = ctx.node.state
     assert isinstance(st, LeaderState) and st.epoch == 2 and st.epoch_start_offset == 2
     assert ctx.node.log.entry(2).kind.name == "LEADER_CHANGE"
+    # Kafka's LeaderChangeMessage: Voters = all current voters, GrantingVoters = the majority
+    # that voted (the leader and the first voter that granted).
+    value = LeaderChangeValue.decode(ctx.node.log.entry(2).value)
+    assert value == LeaderChangeValue(1, (1, 2, 3), (1, 2))
 
 
 def test_candidate_grants_only_pre_votes() -> None:
