@@ -131,6 +131,9 @@ class NodeRuntime:
         self, message: FetchResponseData, entries: tuple[LogEntry, ...]
     ) -> FetchResponseData:
         first, end = entries[0].offset, entries[-1].offset + 1
+        cached = self.driver.recent_records(first, end, MAX_FETCH_BYTES)
+        if cached is not None:
+            return self._set_records(message, cached)
         storage = self.driver.io.storage
 
         def read() -> bytes:
@@ -146,6 +149,10 @@ class NodeRuntime:
             records = b"".join(
                 batches_for_entries(entries, leader_id=self.config.node_id, timestamp_ms=0)
             )
+        return self._set_records(message, records)
+
+    @staticmethod
+    def _set_records(message: FetchResponseData, records: bytes) -> FetchResponseData:
         topic = message.responses[0]
         part = dataclasses.replace(topic.partitions[0], records=records)
         topic = dataclasses.replace(topic, partitions=[part])
