@@ -1,6 +1,6 @@
 """perf-test's TestRaftServer-style statistics against independent oracles: exact sorted-list
 quantiles (within one 1 ms bucket) and Kafka's `Rate.windowSize` rule worked by hand.
-Run: .venv/bin/pytest bench/tests (not part of `make unit`: bench/ is the benchmark's own tree)."""
+Run: .venv/bin/pytest bench/tests (also part of `make unit`)."""
 
 from __future__ import annotations
 
