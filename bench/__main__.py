@@ -50,7 +50,7 @@ FULL: dict[str, Any] = {
     "kills": 20,
     "profile_clients": 256,
     "profile_seconds": 8.0,
-    "linger0_variant": True,
+    "plain_linger_variant": True,
 }
 QUICK: dict[str, Any] = {
     "clients": [1, 16],
@@ -62,7 +62,7 @@ QUICK: dict[str, Any] = {
     "kills": 2,
     "profile_clients": 16,
     "profile_seconds": 3.0,
-    "linger0_variant": False,
+    "plain_linger_variant": False,
 }
 SYSTEMS = ("ours", "etcd", "kafka", "pysyncobj")
 
@@ -106,7 +106,7 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
     work.mkdir(parents=True, exist_ok=True)
     goload_binary()  # build before the clock starts mattering
     closed_systems = len([s for s in systems if s != "kafka"])
-    closed_systems += int("ours" in systems and cfg["linger0_variant"])
+    closed_systems += int("ours" in systems and cfg["plain_linger_variant"])
     steps = len(cfg["clients"]) * closed_systems
     steps += len(cfg["perf_rates"]) * len([s for s in systems if s in ("ours", "kafka")])
     steps += sum(1 for s in systems if s in ("ours", "etcd", "kafka")) + ("ours" in systems)
@@ -147,9 +147,10 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
         finally:
             c.stop()
 
-    def ours_linger0_closed() -> list[dict[str, Any]]:
-        c = OursCluster(work / "ours-linger0", {"controller.quorum.append.linger.ms": "0"})
-        c.name = "ours-linger0"
+    def ours_plain_linger_closed() -> list[dict[str, Any]]:
+        extra = {"metaquorum.append.linger.adaptive": "false"}
+        c = OursCluster(work / "ours-plain-linger", extra)
+        c.name = "ours-plain-linger"
         try:
             c.start()
             return closed_loop(c, cfg["clients"], **kw)
@@ -160,8 +161,8 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
     for name in systems:
         if name in closed:
             _guard(res["closed_loop"], name, closed[name])
-    if "ours" in systems and cfg["linger0_variant"]:
-        _guard(res["closed_loop"], "ours-linger0", ours_linger0_closed)
+    if "ours" in systems and cfg["plain_linger_variant"]:
+        _guard(res["closed_loop"], "ours-plain-linger", ours_plain_linger_closed)
 
     for name in ("ours", "kafka"):
         if name not in systems:
