@@ -24,7 +24,8 @@ help:
 	@echo "make test        set up and run every test tier (what CI runs)"
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
 	@echo "make unit | scenarios | sim | conformance | integration | e2e   one tier"
-	@echo "make bench       benchmarks (not part of make test)"
+	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
+	@echo "make bench-quick a ~2 minute smoke run of the benchmarks"
 	@echo "make generate    regenerate protocol message classes from our schemas"
 
 $(UV):
