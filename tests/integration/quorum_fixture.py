@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from metaquorum.runtime.local_quorum import LocalQuorum
+
+# Shorter timeouts than Kafka's defaults so failover tests finish quickly.
+FAST = {
+    "controller.quorum.election.timeout.ms": "500",
+    "controller.quorum.fetch.timeout.ms": "1000",
+}
+
+
+def wait_for(cond: object, timeout_s: float, what: str) -> None:
+    """Poll `cond()` every 50 ms until it is true; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if callable(cond) and cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 @contextmanager

@@ -12,14 +12,9 @@ from metaquorum.admin.log_client import LogClient
 from metaquorum.runtime.config import Endpoint
 from metaquorum.runtime.local_quorum import LocalQuorum
 
-from tests.integration.quorum_fixture import our_cli, running_quorum
+from tests.integration.quorum_fixture import FAST, our_cli, running_quorum
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-
-FAST = {
-    "controller.quorum.election.timeout.ms": "500",
-    "controller.quorum.fetch.timeout.ms": "1000",
-}
 
 
 def _endpoints(q: LocalQuorum) -> list[Endpoint]:

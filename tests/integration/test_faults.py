@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -13,24 +12,10 @@ from metaquorum.admin.log_client import LogClient
 from metaquorum.runtime.config import Endpoint
 from metaquorum.runtime.local_quorum import LocalQuorum
 
-from tests.integration.quorum_fixture import our_cli, running_quorum
+from tests.integration.quorum_fixture import FAST, our_cli, running_quorum, wait_for
 from tests.integration.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-
-FAST = {
-    "controller.quorum.election.timeout.ms": "500",
-    "controller.quorum.fetch.timeout.ms": "1000",
-}
-
-
-def _wait(cond: object, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if callable(cond) and cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 def _append(q: LocalQuorum, values: list[bytes], timeout_s: float = 20) -> int:
@@ -64,7 +49,7 @@ def test_sigstop_follower_then_leader(tmp_path: Path) -> None:
         base = _append(q, [b"while-follower-stopped"])  # 2 of 3 still commit
         assert q.leader() == (leader, epoch)
         q.signal(follower, signal.SIGCONT)
-        _wait(lambda: _caught_up(q, follower, leader), 20, "the stopped follower to catch up")
+        wait_for(lambda: _caught_up(q, follower, leader), 20, "the stopped follower to catch up")
 
         q.signal(leader, signal.SIGSTOP)
         new, new_epoch = q.wait_for_leader(20, exclude={leader}, min_epoch=epoch + 1)
@@ -76,8 +61,8 @@ def test_sigstop_follower_then_leader(tmp_path: Path) -> None:
             s = q.nodes[leader].status()
             return bool(s and s["state"] == "follower" and s["leader_id"] == new)
 
-        _wait(old_leader_follows, 20, "the resumed old leader to follow the new leader")
-        _wait(lambda: _caught_up(q, leader, new), 20, "the old leader to catch up")
+        wait_for(old_leader_follows, 20, "the resumed old leader to follow the new leader")
+        wait_for(lambda: _caught_up(q, leader, new), 20, "the old leader to catch up")
         assert new_epoch > epoch
 
 
@@ -121,10 +106,10 @@ def test_partitioned_leader_is_replaced_and_rejoins(tmp_path: Path) -> None:
             s = q.nodes[old].status()
             return bool(s and s["state"] != "leader")
 
-        _wait(old_resigned, 10, "the isolated leader to resign")
+        wait_for(old_resigned, 10, "the isolated leader to resign")
         for p in proxies.values():
             p.heal()
-        _wait(lambda: _caught_up(q, old, new), 30, "the old leader to rejoin after healing")
+        wait_for(lambda: _caught_up(q, old, new), 30, "the old leader to rejoin after healing")
         s = q.nodes[old].status()
         assert s is not None and s["leader_id"] == new and s["high_watermark"] > base
         assert new_epoch > epoch
@@ -145,7 +130,7 @@ def test_observer_catches_up_and_is_described(tmp_path: Path) -> None:
         for i in range(20):
             _append(q, [f"r{i}".encode()])
         q.start(4)
-        _wait(lambda: _caught_up(q, 4, leader), 30, "the observer to catch up")
+        wait_for(lambda: _caught_up(q, 4, leader), 30, "the observer to catch up")
         s4 = q.nodes[4].status()
         assert s4 is not None and s4["state"] == "observer" and s4["leader_id"] == leader
         r = our_cli(

@@ -13,23 +13,9 @@ from pathlib import Path
 import pytest
 from metaquorum.runtime.local_quorum import LocalQuorum
 
-from tests.integration.quorum_fixture import our_cli, running_quorum
+from tests.integration.quorum_fixture import FAST, our_cli, running_quorum, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-FAST = {
-    "controller.quorum.election.timeout.ms": "500",
-    "controller.quorum.fetch.timeout.ms": "1000",
-}
-
-
-def _wait(cond: object, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if callable(cond) and cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
@@ -43,13 +29,13 @@ def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
                 for s in sts.values()
             )
 
-        _wait(all_follow, 10, "every node to follow the leader")
+        wait_for(all_follow, 10, "every node to follow the leader")
         sts = q.statuses()
         assert [s["state"] for n, s in sorted(sts.items()) if s] == [
             "leader" if n == leader else "follower" for n in sorted(sts)
         ]
         # The LeaderChange record of the epoch commits and reaches every replica.
-        _wait(
+        wait_for(
             lambda: all((s or {}).get("high_watermark", -1) >= 1 for s in q.statuses().values()),
             10,
             "HW >= 1 everywhere",
@@ -93,7 +79,7 @@ def test_kill_leader_elects_new_leader_and_old_leader_rejoins(tmp_path: Path) ->
                 and s["log_end_offset"] == lead["log_end_offset"]
             )
 
-        _wait(rejoined, 20, "the old leader to rejoin as a follower and catch up")
+        wait_for(rejoined, 20, "the old leader to rejoin as a follower and catch up")
 
 
 def test_sigterm_leader_hands_over_faster_than_a_timeout(tmp_path: Path) -> None:
@@ -125,7 +111,7 @@ def test_node_of_another_cluster_is_refused_and_nothing_truncated(tmp_path: Path
     try:
         leader, epoch = q.wait_for_leader(30, exclude={3})
         assert leader in (1, 2)
-        _wait(
+        wait_for(
             lambda: (q.nodes[leader].status() or {}).get("high_watermark", -1) >= 1,
             10,
             "the two good voters to commit the LeaderChange",
