@@ -38,9 +38,7 @@ class SeedResult:
         return asdict(self)
 
 
-def run_seed(params: SimParams, scenario: str = "custom") -> SeedResult:
-    sim = Simulation(params)
-    sim.run()
+def _result(sim: Simulation, params: SimParams, scenario: str) -> SeedResult:
     return SeedResult(
         seed=params.seed,
         scenario=scenario,
@@ -59,6 +57,12 @@ def run_seed(params: SimParams, scenario: str = "custom") -> SeedResult:
     )
 
 
+def run_seed(params: SimParams, scenario: str = "custom") -> SeedResult:
+    sim = Simulation(params)
+    sim.run()
+    return _result(sim, params, scenario)
+
+
 def run_scenario(name: str, seed: int, *, trace: bool = False) -> tuple[SeedResult, list[str]]:
     """Run a named mix (`MIXES`) for one seed; also returns the trace lines if asked."""
     from dataclasses import replace
@@ -66,20 +70,5 @@ def run_scenario(name: str, seed: int, *, trace: bool = False) -> tuple[SeedResu
     params = replace(MIXES[name], seed=seed, trace=trace)
     sim = Simulation(params)
     sim.run()
-    result = SeedResult(
-        seed=seed,
-        scenario=name,
-        params=params.describe(),
-        events=sim.events,
-        elections=sim.elections,
-        time_to_first_leader_ms=sim.first_leader_ms,
-        commit_latencies_ms=sim.commit_latencies,
-        appends_committed=len(sim.commit_latencies),
-        appends_failed=sim.appends_failed,
-        unavailable_ms=sim.unavailable_ms,
-        committed_offsets=len(sim.checker.committed),
-        violations=[asdict(v) for v in sim.checker.violations],
-        notes=sim.notes,
-        trace_sha256=sim.hash.hexdigest(),
-    )
+    result = _result(sim, params, name)
     return result, sim.trace or []

@@ -229,9 +229,13 @@ class MetadataLog:
         return self.snapshots[0] if self.snapshots else None
 
     # --- appends ---------------------------------------------------------------------------
-    def _validated(self, data: bytes | bytearray | memoryview) -> list[BatchInfo]:
+    @staticmethod
+    def _batch_infos(
+        data: bytes | bytearray | memoryview, *, allow_partial_tail: bool
+    ) -> list[BatchInfo]:
+        """Every whole batch of `data`, CRC-checked (ProtocolError on the first bad one)."""
         infos: list[BatchInfo] = []
-        for batch in iter_batches(data, allow_partial_tail=False):
+        for batch in iter_batches(data, allow_partial_tail=allow_partial_tail):
             batch.ensure_valid()
             infos.append(
                 BatchInfo(
@@ -242,6 +246,10 @@ class MetadataLog:
                     batch.size_in_bytes,
                 )
             )
+        return infos
+
+    def _validated(self, data: bytes | bytearray | memoryview) -> list[BatchInfo]:
+        infos = self._batch_infos(data, allow_partial_tail=False)
         if not infos:
             raise LogError("append of no record batches")
         return infos
@@ -282,18 +290,7 @@ class MetadataLog:
         """Append batches from the leader as they are: whole (a partial tail from a size-capped
         fetch is dropped), CRC-valid, starting at the log end, epochs not decreasing."""
         view = memoryview(data)
-        infos: list[BatchInfo] = []
-        for batch in iter_batches(view):
-            batch.ensure_valid()
-            infos.append(
-                BatchInfo(
-                    batch.position,
-                    batch.base_offset,
-                    batch.last_offset,
-                    batch.partition_leader_epoch,
-                    batch.size_in_bytes,
-                )
-            )
+        infos = self._batch_infos(view, allow_partial_tail=True)
         if not infos:
             raise LogError("append of no whole record batches")
         end = infos[-1].position + infos[-1].size
