@@ -175,7 +175,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--throughput", type=int, default=5000, help="records/s (default 5000)")
     p.add_argument("--record-size", type=int, default=256, help="bytes per record (default 256)")
-    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(func=_perf_test)
 
 
@@ -183,7 +183,12 @@ def _perf_test(args: argparse.Namespace) -> int:
     if args.throughput <= 0 or args.record_size < 0:
         print("metaquorum perf-test: --throughput must be > 0, --record-size >= 0", file=sys.stderr)
         return 1
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, force=True)
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        force=True,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
     try:
         config = load_config(args.config)
     except ConfigError as e:

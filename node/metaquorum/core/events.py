@@ -67,7 +67,15 @@ class CreateSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class Resign:
-    """Graceful shutdown of a leader: resign now and tell the voters (EndQuorumEpoch)."""
+    """A leader resigns now and tells the voters (EndQuorumEpoch); Kafka's `resign(epoch)`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Kafka's `KafkaRaftClient.shutdown`: begin a graceful shutdown. A leader resigns and
+    stays Resigned (still granting pre-votes and votes of a newer epoch) until another leader
+    is known; no state starts a new election. `RaftNode.shutdown_complete` says when the
+    node may exit; the runtime bounds the wait."""
 
 
 Event = (
@@ -79,4 +87,5 @@ Event = (
     | ClientAppend
     | CreateSnapshot
     | Resign
+    | Shutdown
 )

@@ -3,7 +3,7 @@
 Role: check-quorum (resign when a majority has not fetched within 1.5 x fetch.timeout.ms,
 KAFKA-15489), draining the batch accumulator after `append.linger.ms` (or at once when the
 log is idle: adaptive linger, metaquorum's own, `drain_due`), expiring parked
-fetches, and re-sending BeginQuorumEpoch; plus `update_check_quorum_for_following_voter`,
+fetches, re-sending BeginQuorumEpoch, and the hand-over before a graceful shutdown; plus `update_check_quorum_for_following_voter`,
 called for every fetch from a voter.
 Invariants: the check-quorum window restarts only when a majority of the *other* voters
 (`len(voters) // 2`) fetched in it; a single-voter quorum never resigns by itself; appended
@@ -39,6 +39,28 @@ def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
         if d is not None:
             deadline = min(deadline, d)
     return deadline
+
+
+def poll_shutting_down_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
+    """Graceful shutdown as a leadership transfer (Raft thesis §3.10): take no new appends
+    (refused in `RaftNode`), write out the lingered ones at once, and resign when the most
+    caught-up voter holds the whole log, so it wins its pre-vote and vote (a voter grants
+    only to an up-to-date log). Bounded by `election.timeout.ms`: then it resigns anyway."""
+    if len(node.accumulator) > 0:
+        drain_accumulator(node, st)
+    progress = node.progress
+    assert progress is not None
+    end = node.log.end_offset
+    caught_up = any(
+        s.end_offset is not None and s.end_offset >= end
+        for v, s in progress.voters.items()
+        if v != node.local_id
+    )
+    bound = node.shutdown_started_ms + node.config.election_timeout_ms
+    if caught_up or now_ms >= bound or len(node.voters) == 1:
+        node.resign()
+        return node.poll(now_ms)
+    return min(poll_leader(node, st, now_ms), bound)
 
 
 def drain_due(node: RaftNode, now_ms: int) -> bool:

@@ -50,6 +50,7 @@ from metaquorum.core.events import (
     RequestReceived,
     Resign,
     ResponseReceived,
+    Shutdown,
 )
 from metaquorum.core.fetch_purgatory import FetchPurgatory
 from metaquorum.core.high_watermark import LeaderProgress
@@ -112,6 +113,8 @@ class RaftNode:
         self._reported_hw = -1
         self._reported_leader: tuple[int, int] | None = None
         self._persisted: ElectionState | None = election
+        self.shutting_down = False
+        self.shutdown_started_ms = 0
         self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
     # --- identity ----------------------------------------------------------------------------
@@ -133,6 +136,16 @@ class RaftNode:
         if isinstance(self.state, LeaderState):
             return self.progress.high_watermark if self.progress else None
         return self.state.high_watermark
+
+    @property
+    def shutdown_complete(self) -> bool:
+        """Kafka's `maybeCompleteShutdown`: an observer, the only voter, or another leader is
+        known (so this replica's resignation has been taken over)."""
+        if not self.shutting_down:
+            return False
+        if not self.is_voter or self.voters.voter_ids == frozenset({self.local_id}):
+            return True
+        return self.leader_id >= 0 and self.leader_id != self.local_id
 
     def next_correlation_id(self) -> int:
         self._correlation += 1
@@ -170,6 +183,9 @@ class RaftNode:
         elif isinstance(event, Resign):
             if isinstance(self.state, LeaderState):
                 self.resign()
+        elif isinstance(event, Shutdown) and not self.shutting_down:
+            self.shutting_down = True  # the poll below hands a leader's log over, then resigns
+            self.shutdown_started_ms = now_ms
         elif not isinstance(event, Poll):
             raise TypeError(f"unknown event {event!r}")
         return self._finish(now_ms)
@@ -306,7 +322,7 @@ class RaftNode:
 
     # --- leader append path ------------------------------------------------------------------
     def _handle_client_append(self, event: ClientAppend) -> None:
-        if not isinstance(self.state, LeaderState):
+        if not isinstance(self.state, LeaderState) or self.shutting_down:
             self.emit(AppendFailed(event.append_id, "NOT_LEADER_OR_FOLLOWER"))
             return
         self.accumulator.append(PendingAppend(event.append_id, event.values), self.now_ms)

@@ -5,7 +5,8 @@ on every step let the current state act on its deadlines (election, fetch, check
 backoff, linger) and send what is due; return the next deadline.
 Invariants: a replica restarting as the recorded leader comes back Resigned (it must not lead
 without a new election); one that had voted for itself keeps that vote (Prospective); an epoch
-older than the log's last epoch is never resumed; observers never campaign.
+older than the log's last epoch is never resumed; observers never campaign; a replica shutting
+down never starts an election (a leader resigns and stays Resigned), as Kafka's GracefulShutdown.
 """
 
 from __future__ import annotations
@@ -49,23 +50,28 @@ def initial_state(node: RaftNode, election: ElectionState, now_ms: int) -> Epoch
 
 def poll_current_state(node: RaftNode, now_ms: int) -> int:
     st = node.state
+    down = node.shutting_down  # Kafka's GracefulShutdown: no state starts a new election
     if isinstance(st, LeaderState):
+        if down:
+            return leader.poll_shutting_down_leader(node, st, now_ms)
         return leader.poll_leader(node, st, now_ms)
     if isinstance(st, CandidateState):
         return vote.poll_candidate(node, st, now_ms)
     if isinstance(st, ProspectiveState):
         return vote.poll_prospective(node, st, now_ms)
     if isinstance(st, FollowerState):
-        if node.is_voter and now_ms >= st.fetch_deadline_ms:
+        if node.is_voter and now_ms >= st.fetch_deadline_ms and not down:
             node.transition_to_prospective()
             return node.poll(now_ms)
         return fetch.poll_follower(node, st, now_ms)
     if isinstance(st, ResignedState):
+        if down:  # stay Resigned until an election bumps the epoch
+            return end_quorum_epoch.poll_resigned(node, st, now_ms)
         if now_ms >= st.election_deadline_ms:
             node.transition_to_unattached(st.epoch + 1)
             return node.poll(now_ms)
         return min(st.election_deadline_ms, end_quorum_epoch.poll_resigned(node, st, now_ms))
-    if not node.is_voter:
+    if not node.is_voter or down:
         return fetch.poll_unattached(node, st, now_ms)
     if now_ms >= st.election_deadline_ms:
         node.transition_to_prospective()

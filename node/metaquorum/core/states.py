@@ -104,7 +104,6 @@ class CandidateState:
     election_deadline_ms: int
     tally: VoteTally
     retries: int = 1
-    backoff_deadline_ms: int | None = None
     high_watermark: int | None = None
     role: Role = field(default=Role.CANDIDATE, init=False)
 
@@ -131,7 +130,9 @@ class LeaderState:
         return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        return False
+        # Kafka 4.3 `ResignedState.canGrantVote`: a pre-vote for an up-to-date log, so the
+        # preferred successor of a graceful resign can win its pre-vote with the old leader's.
+        return pre_vote and log_up_to_date
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +173,9 @@ class ResignedState:
         return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        return False
+        # Kafka 4.3 `ResignedState.canGrantVote`: a pre-vote for an up-to-date log, so the
+        # preferred successor of a graceful resign can win its pre-vote with the old leader's.
+        return pre_vote and log_up_to_date
 
 
 EpochState = (
@@ -183,3 +186,14 @@ EpochState = (
     | FollowerState
     | ResignedState
 )
+
+
+def state_summary(state: EpochState, local_id: int) -> str:
+    """One log line's worth, as Kafka logs "Completed transition to FollowerState(...)"."""
+    election = state.election(local_id)
+    parts = [f"epoch={state.epoch}"]
+    if election.leader_id >= 0:
+        parts.append(f"leader={election.leader_id}")
+    if election.voted_key is not None:
+        parts.append(f"voted={election.voted_key.id}")
+    return f"{state.role.value}({', '.join(parts)})"

@@ -7,8 +7,10 @@ Invariants:
   transition to Unattached-voted, which emits `PersistElectionState`) before the reply is
   emitted; a pre-vote never changes durable state;
 - the log up-to-date rule compares (last epoch, end offset) lexicographically;
-- a Prospective that wins a pre-vote majority becomes Candidate at epoch + 1; a Candidate that
-  is rejected or times out backs off (binary exponential) and goes back to Prospective.
+- a Prospective that wins a pre-vote majority becomes Candidate at epoch + 1; one that is
+  rejected by a majority or times out goes back to Follower (leader known) or Unattached;
+- a Candidate that is rejected waits out its election timeout (Kafka 4.3
+  `maybeHandleElectionLoss`), then goes back to Prospective at the same epoch.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
-
-RETRY_BACKOFF_BASE_MS = 50
 
 
 def build_vote_request(node: RaftNode, destination: int, pre_vote: bool) -> VoteRequestData:
@@ -164,17 +164,8 @@ def handle_vote_response(node: RaftNode, event: ResponseReceived) -> None:
                 st.election_deadline_ms,
                 tally,
                 st.retries,
-                st.backoff_deadline_ms,
                 st.high_watermark,
             )
-
-
-def binary_exponential_election_backoff_ms(node: RaftNode, retries: int) -> int:
-    """Kafka's `binaryExponentialElectionBackoffMs`."""
-    bound = 2 << min(20, retries - 1)
-    return min(
-        RETRY_BACKOFF_BASE_MS * node.rng.randrange(bound), node.config.election_backoff_max_ms
-    )
 
 
 def _send_vote_requests(node: RaftNode, voters: frozenset[int], pre_vote: bool, now_ms: int) -> int:
@@ -194,7 +185,8 @@ def poll_prospective(node: RaftNode, st: ProspectiveState, now_ms: int) -> int:
     if st.tally.is_granted:
         node.transition_to_candidate()
         return node.poll(now_ms)
-    if st.tally.is_rejected or now_ms >= st.election_deadline_ms:
+    timed_out = now_ms >= st.election_deadline_ms and not node.shutting_down
+    if st.tally.is_rejected or timed_out:
         # KIP-996: the pre-vote was lost; go back to the leader if there was one.
         if st.leader_id is not None:
             node.transition_to_follower(st.epoch, st.leader_id)
@@ -209,28 +201,22 @@ def poll_prospective(node: RaftNode, st: ProspectiveState, now_ms: int) -> int:
             )
         return node.poll(now_ms)
     sent = _send_vote_requests(node, st.tally.unrecorded(), True, now_ms)
-    return min(sent, st.election_deadline_ms)
+    return sent if node.shutting_down else min(sent, st.election_deadline_ms)
 
 
 def poll_candidate(node: RaftNode, st: CandidateState, now_ms: int) -> int:
+    """Kafka 4.3 `pollCandidate`: a lost or timed-out election goes back to Prospective when
+    the (randomised) election timeout expires; no other backoff."""
     if st.tally.is_granted:
         node.transition_to_leader()
         return node.poll(now_ms)
-    if st.backoff_deadline_ms is not None:
-        if now_ms >= st.backoff_deadline_ms:
-            node.transition_to_prospective()
-            return node.poll(now_ms)
-        return st.backoff_deadline_ms
-    if st.tally.is_rejected or now_ms >= st.election_deadline_ms:
-        backoff = binary_exponential_election_backoff_ms(node, st.retries)
-        node.state = CandidateState(
-            st.epoch,
-            st.election_deadline_ms,
-            st.tally,
-            st.retries,
-            now_ms + backoff,
-            st.high_watermark,
-        )
-        return now_ms + backoff
+    if node.shutting_down:
+        # Kafka: a shutting-down candidate goes on with this election, never a new one.
+        return _send_vote_requests(node, st.tally.unrecorded(), False, now_ms)
+    if now_ms >= st.election_deadline_ms:
+        node.transition_to_prospective()
+        return node.poll(now_ms)
+    if st.tally.is_rejected:
+        return st.election_deadline_ms
     sent = _send_vote_requests(node, st.tally.unrecorded(), False, now_ms)
     return min(sent, st.election_deadline_ms)

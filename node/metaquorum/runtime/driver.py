@@ -52,15 +52,15 @@ from metaquorum.core.events import (
     Poll,
     RequestFailed,
     RequestReceived,
-    Resign,
     ResponseReceived,
+    Shutdown,
 )
 from metaquorum.core.listener import ListenerDispatcher
 from metaquorum.core.log import LogEntry, RaftLog, Snapshot
 from metaquorum.core.node import RaftNode
-from metaquorum.core.states import LeaderState
+from metaquorum.core.states import LeaderState, state_summary
 from metaquorum.core.voter_set import VoterSet
-from metaquorum.protocol.messages import EndQuorumEpochRequestData, FetchRequestData
+from metaquorum.protocol.messages import FetchRequestData
 from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.peers import PeerPool
@@ -145,7 +145,7 @@ class Driver:
         self._recent_bytes = 0
         self.stats = DriverStats()
         self.hw_listeners: list[Callable[[int], None]] = []
-        self.sent_end_quorum_epoch = asyncio.Event()
+        self.shutdown_complete = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.failure: BaseException | None = None
@@ -213,9 +213,16 @@ class Driver:
     async def _run(self) -> None:
         try:
             step = self.node.start(now_ms())
+            seen: tuple[type, int] | None = None
             while True:
                 await self._perform(step)
                 self.listener.on_step(step.effects, self.node.log, self.node.state)
+                state = self.node.state
+                if (type(state), state.epoch) != seen:
+                    seen = (type(state), state.epoch)
+                    log.info("transition to %s", state_summary(state, self.node.local_id))
+                if self.node.shutdown_complete:
+                    self.shutdown_complete.set()
                 self._maybe_snapshot()
                 if self._stopping and self.events.empty():
                     return
@@ -250,8 +257,6 @@ class Driver:
         storage = self.io.storage
         for eff in step.effects:
             if isinstance(eff, SendRequest):
-                if isinstance(eff.message, EndQuorumEpochRequestData):
-                    self.sent_end_quorum_epoch.set()
                 self.peers.send(eff.destination, eff.correlation_id, eff.message)
             elif isinstance(eff, SendResponse):
                 fut = self._inbound.pop(eff.correlation_id, None)
@@ -383,16 +388,20 @@ class Driver:
         return b"".join(parts)
 
     # --- shutdown ----------------------------------------------------------------------------
-    async def resign_and_stop(self, timeout_s: float = 2.0) -> None:
-        """SIGTERM: a leader resigns (EndQuorumEpoch to the voters) before the node exits."""
-        if isinstance(self.node.state, LeaderState):
-            self.post(Resign())
-            try:
-                await asyncio.wait_for(self.sent_end_quorum_epoch.wait(), timeout_s)
-                await self.peers.wait_idle(timeout_s)
-            except TimeoutError:
-                log.warning("resign did not complete in %.1fs", timeout_s)
-        await self.stop()
+    async def graceful_shutdown(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM, as Kafka's `KafkaRaftClient.shutdown(5000)`: a leader resigns
+        (EndQuorumEpoch) and keeps answering Vote requests until another leader is known, so its
+        preferred successor wins at once; no state starts a new election meanwhile. Returns
+        when the core says the shutdown is complete or after `timeout_s`; `stop` follows."""
+        if self._task is None or self._task.done():
+            return
+        self.post(Shutdown())
+        try:
+            await asyncio.wait_for(self.shutdown_complete.wait(), timeout_s)
+        except TimeoutError:
+            log.warning("graceful shutdown did not complete in %.1fs", timeout_s)
+        else:
+            await self.peers.wait_idle(0.5)  # let the last acknowledgements go out
 
     async def stop(self) -> None:
         self._stopping = True

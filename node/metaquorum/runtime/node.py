@@ -93,8 +93,11 @@ class NodeRuntime:
             loop.add_signal_handler(sig, self.stop_requested.set)
 
     async def shutdown(self) -> None:
+        # The server stays up during the graceful part: the resigned leader must answer its
+        # successor's PreVote/Vote (Kafka keeps serving until another leader is known).
+        await self.driver.graceful_shutdown()
         await self.server.stop()
-        await self.driver.resign_and_stop()
+        await self.driver.stop()
 
     # --- request routing ---------------------------------------------------------------------
     async def handle(self, request: InboundRequest | UnsupportedApiVersions, conn_id: int) -> bytes:

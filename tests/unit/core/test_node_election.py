@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from metaquorum.core.config import QuorumConfig
-from metaquorum.core.effects import PersistElectionState, SendResponse
+from metaquorum.core.effects import AppendFailed, PersistElectionState, SendResponse
 from metaquorum.core.end_quorum_epoch import strict_exponential_election_backoff_ms
+from metaquorum.core.events import Resign, Shutdown
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.states import (
@@ -28,6 +29,7 @@ from tests.unit.core.context import (
     RaftTestContext,
     begin_epoch,
     end_epoch,
+    fetch_request,
     fetch_response,
     leader_change,
     vote_request,
@@ -190,16 +192,21 @@ def test_candidate_grants_only_pre_votes() -> None:
     assert granted(ctx)
 
 
-def test_rejected_candidate_backs_off_then_returns_to_prospective() -> None:
+def test_rejected_candidate_waits_its_election_timeout_then_returns_to_prospective() -> None:
+    # Kafka 4.3 `maybeHandleElectionLoss`: no binary backoff, the election timeout is the wait.
     ctx = RaftTestContext(1, [1, 2, 3])
     ctx.advance_to_deadline()
     ctx.respond(2, vote_response(0, True))
+    st = ctx.node.state
+    assert isinstance(st, CandidateState)
+    deadline = st.election_deadline_ms
+    assert 1000 <= deadline - ctx.now < 2000  # election.timeout.ms + jitter
     ctx.respond(2, vote_response(1, False))
     ctx.respond(3, vote_response(1, False))
-    st = ctx.node.state
-    assert isinstance(st, CandidateState) and st.backoff_deadline_ms is not None
-    assert st.backoff_deadline_ms - ctx.now <= 1000  # election.backoff.max.ms
-    ctx.advance_to_deadline()
+    assert ctx.deadline == deadline and isinstance(ctx.node.state, CandidateState)
+    ctx.advance(deadline - ctx.now - 1)
+    assert isinstance(ctx.node.state, CandidateState)
+    ctx.advance(1)
     assert isinstance(ctx.node.state, ProspectiveState) and ctx.node.epoch == 1
     assert ctx.node.state.voted_key == ReplicaKey(1)  # its own vote of epoch 1 is kept
 
@@ -294,7 +301,6 @@ def test_config_drives_the_timers() -> None:
 
 
 def test_graceful_resign_and_end_quorum_epoch_acknowledgements() -> None:
-    from metaquorum.core.events import Resign
     from metaquorum.protocol.messages import EndQuorumEpochResponseData
 
     ctx = RaftTestContext(1, [1, 2, 3])
@@ -320,3 +326,78 @@ def test_graceful_resign_and_end_quorum_epoch_acknowledgements() -> None:
     assert isinstance(st, ResignedState) and st.unacked_voters == frozenset({3})
     ctx.request(2, vote_request(1, 2, pre_vote=True))
     assert not granted(ctx)  # a resigned leader grants nothing in its epoch
+
+
+# --- graceful shutdown (Kafka's KafkaRaftClient.shutdown) ------------------------------------
+def test_resigned_leader_grants_pre_votes_for_an_up_to_date_log_only() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3])
+    ctx.become_leader()
+    ctx.handle(Resign())
+    assert isinstance(ctx.node.state, ResignedState)
+    ctx.request(2, vote_request(1, 2, pre_vote=True, last_epoch=1, last_offset=1))
+    assert granted(ctx)
+    ctx.request(2, vote_request(1, 2, pre_vote=True, last_epoch=0, last_offset=0))
+    assert not granted(ctx)  # behind the resigned leader's LeaderChange record
+    ctx.request(2, vote_request(1, 2))
+    assert not granted(ctx)  # a standard vote of the same epoch, never
+
+
+def test_shutdown_of_a_leader_hands_its_log_over_then_stays_resigned() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3])
+    ctx.become_leader()  # the LeaderChange record at offset 0
+    ctx.append(7, b"x")  # idle log: appended at once, offset 1
+    assert ctx.node.log.end_offset == 2
+    ctx.handle(Shutdown())
+    assert isinstance(ctx.node.state, LeaderState)  # no successor holds the whole log yet
+    ctx.append(8, b"late")
+    assert AppendFailed(8, "NOT_LEADER_OR_FOLLOWER") in ctx.effects
+    ctx.request(3, fetch_request(3, 1, 1, 1))
+    assert isinstance(ctx.node.state, LeaderState)
+    ctx.request(2, fetch_request(2, 1, 2, 1))  # voter 2 holds [0, 2): it takes over
+    st = ctx.node.state
+    assert isinstance(st, ResignedState) and st.preferred_successors == (2, 3)
+    assert not ctx.node.shutdown_complete
+    assert sorted(s.destination for s in ctx.sent(EndQuorumEpochRequestData)) == [2, 3]
+    ctx.advance(10_000)  # no election timeout takes it out of Resigned while shutting down
+    assert isinstance(ctx.node.state, ResignedState) and ctx.node.epoch == 1
+    ctx.request(2, vote_request(2, 2, last_epoch=1, last_offset=2))
+    assert granted(ctx) and ctx.node.epoch == 2 and not ctx.node.shutdown_complete
+    ctx.advance(10_000)  # Unattached and shutting down: it never campaigns
+    assert isinstance(ctx.node.state, UnattachedState)
+    assert not ctx.sent(VoteRequestData)
+    ctx.request(2, begin_epoch(2, 2))
+    assert isinstance(ctx.node.state, FollowerState) and ctx.node.shutdown_complete
+
+
+def test_shutdown_of_a_leader_resigns_after_the_election_timeout_without_a_successor() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3])
+    ctx.become_leader()
+    ctx.handle(Shutdown())
+    assert isinstance(ctx.node.state, LeaderState) and ctx.deadline <= ctx.now + 1000
+    ctx.advance(999)
+    assert isinstance(ctx.node.state, LeaderState)
+    ctx.advance(1)
+    assert isinstance(ctx.node.state, ResignedState)
+
+
+def test_shutdown_of_a_follower_completes_at_once_and_never_campaigns() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3], election=ElectionState(2, 3, None))
+    assert not ctx.node.shutdown_complete
+    ctx.handle(Shutdown())
+    assert ctx.node.shutdown_complete
+    ctx.advance(10_000)  # past the fetch timeout
+    assert isinstance(ctx.node.state, FollowerState) and not ctx.sent(VoteRequestData)
+
+
+def test_shutdown_of_a_candidate_goes_on_with_its_election_only() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3])
+    ctx.advance_to_deadline()
+    ctx.respond(2, vote_response(0, True))
+    assert isinstance(ctx.node.state, CandidateState)
+    ctx.handle(Shutdown())
+    ctx.advance(10_000)  # past its election timeout: still the same election
+    assert isinstance(ctx.node.state, CandidateState) and ctx.node.epoch == 1
+    ctx.advance_to_deadline()  # the timed-out Vote to 3 is sent again after its backoff
+    assert sorted(s.destination for s in ctx.sent(VoteRequestData)) == [2, 3]
+    ctx.respond(3, vote_response(1, True))
+    assert isinstance(ctx.node.state, ResignedState)  # elected, then resigns at once
