@@ -2,9 +2,9 @@
 
 Role: check-quorum (resign when a majority has not fetched within 1.5 x fetch.timeout.ms,
 KAFKA-15489), draining the batch accumulator after `append.linger.ms` (or at once when the
-log is idle: adaptive linger, metaquorum's own, `drain_due`), expiring parked
-fetches, re-sending BeginQuorumEpoch, and the hand-over before a graceful shutdown; plus `update_check_quorum_for_following_voter`,
-called for every fetch from a voter.
+log is idle: adaptive linger, metaquorum's own, `drain_due`), expiring parked fetches,
+re-sending BeginQuorumEpoch, and the log hand-over before a graceful shutdown; plus
+`update_check_quorum_for_following_voter`, called for every fetch from a voter.
 Invariants: the check-quorum window restarts only when a majority of the *other* voters
 (`len(voters) // 2`) fetched in it; a single-voter quorum never resigns by itself; appended
 batches carry the leader's epoch and consecutive offsets.
