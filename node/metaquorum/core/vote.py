@@ -7,6 +7,12 @@ Invariants:
   transition to Unattached-voted, which emits `PersistElectionState`) before the reply is
   emitted; a pre-vote never changes durable state;
 - the log up-to-date rule compares (last epoch, end offset) lexicographically;
+- split-vote avoidance (metaquorum's own, pre-votes only, so safety is Kafka's): a replica
+  that is itself campaigning (Prospective or Candidate) grants a pre-vote to a strictly more
+  up-to-date log, or to an equally up-to-date one only from a lower replica id; and a
+  Prospective asked for a pre-vote by a voter that rejected its own asks that voter again.
+  Two followers whose fetch timeouts expire within a round trip (both were answered by the
+  same leader append) then elect one of them in one round instead of splitting their votes;
 - a Prospective that wins a pre-vote majority becomes Candidate at epoch + 1; one that is
   rejected by a majority or times out goes back to Follower (leader known) or Unattached;
 - a Candidate that is rejected waits out its election timeout (Kafka 4.3
@@ -15,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
@@ -106,11 +113,15 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
         _respond(node, event, build_vote_response(node, Errors.INVALID_VOTER_KEY, False))
         return
     candidate = ReplicaKey(p.replica_id)
-    up_to_date = (
-        OffsetAndEpoch(p.last_offset_epoch, p.last_offset) >= node.log.end_offset_and_epoch()
-    )
-    granted = node.state.can_grant_vote(candidate, up_to_date, pre_vote)
+    theirs = OffsetAndEpoch(p.last_offset_epoch, p.last_offset)
+    ours = node.log.end_offset_and_epoch()
+    granted = node.state.can_grant_vote(candidate, theirs >= ours, pre_vote)
     st = node.state
+    if pre_vote and isinstance(st, ProspectiveState | CandidateState):
+        granted = granted and (theirs > ours or candidate.id < node.local_id)
+        if isinstance(st, ProspectiveState) and candidate.id in st.tally.rejected:
+            # It rejected our pre-vote while it still followed; it campaigns now: ask again.
+            node.state = st = replace(st, tally=st.tally.forget(candidate.id))
     if (
         granted
         and not pre_vote

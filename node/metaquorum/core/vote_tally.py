@@ -34,6 +34,10 @@ class VoteTally:
             return VoteTally(self.voters, self.granted | {voter_id}, self.rejected)
         return VoteTally(self.voters, self.granted, self.rejected | {voter_id})
 
+    def forget(self, voter_id: int) -> VoteTally:
+        """Drop a voter's rejection so that it is asked again."""
+        return VoteTally(self.voters, self.granted, self.rejected - {voter_id})
+
     @property
     def is_granted(self) -> bool:
         return len(self.granted) >= majority_size(len(self.voters))

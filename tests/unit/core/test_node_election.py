@@ -188,8 +188,39 @@ def test_candidate_grants_only_pre_votes() -> None:
     assert isinstance(ctx.node.state, CandidateState)
     ctx.request(3, vote_request(1, 3))
     assert not granted(ctx)
-    ctx.request(3, vote_request(1, 3, pre_vote=True))
+    ctx.request(3, vote_request(1, 3, 1, 1, pre_vote=True))  # a longer log than ours
     assert granted(ctx)
+    ctx.request(3, vote_request(1, 3, pre_vote=True))  # as long as ours, from a higher id
+    assert not granted(ctx)
+
+
+# --- split-vote avoidance among campaigning replicas (pre-votes only) ------------------------
+def test_prospectives_with_equal_logs_grant_pre_votes_to_the_lower_id_only() -> None:
+    low = RaftTestContext(1, [1, 2, 3])
+    low.advance_to_deadline()
+    assert isinstance(low.node.state, ProspectiveState)
+    low.request(2, vote_request(0, 2, pre_vote=True))  # a pre-vote carries its current epoch
+    assert not granted(low)  # 2 > 1
+    low.request(2, vote_request(0, 2, 0, 1, pre_vote=True))  # 2 holds one more record
+    assert granted(low)
+    high = RaftTestContext(3, [1, 2, 3])
+    high.advance_to_deadline()
+    assert isinstance(high.node.state, ProspectiveState)
+    high.request(2, vote_request(0, 2, pre_vote=True))
+    assert granted(high)  # 2 < 3
+
+
+def test_a_prospective_asks_again_a_voter_that_rejected_it_and_now_campaigns() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3], election=ElectionState(2, 3, None))
+    ctx.advance(2000)  # fetch timeout: Prospective, pre-votes to 2 and 3
+    assert isinstance(ctx.node.state, ProspectiveState)
+    ctx.respond(2, vote_response(2, False, leader=3))  # 2 still follows 3
+    assert ctx.node.state.tally.rejected == frozenset({2})
+    ctx.request(2, vote_request(2, 2, pre_vote=True))  # now 2 campaigns itself
+    assert not granted(ctx)  # equal logs, 2 > 1
+    assert [s.destination for s in ctx.sent(VoteRequestData)] == [2]  # asked again
+    ctx.respond(2, vote_response(2, True))
+    assert isinstance(ctx.node.state, CandidateState) and ctx.node.epoch == 3
 
 
 def test_rejected_candidate_waits_its_election_timeout_then_returns_to_prospective() -> None:
