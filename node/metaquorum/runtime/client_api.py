@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable
 
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol.errors import Errors
@@ -32,14 +33,17 @@ from metaquorum.protocol.records import iter_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.runtime.driver import Driver, NotLeaderError
 from metaquorum.runtime.produce import (
+    PRODUCE_API_KEY,
     TOPIC,
     PartitionResponse,
+    SuccessTemplates,
     batch_values,
     node_endpoints,
     partition_response,
     targets_metadata_partition,
     topic_response,
 )
+from metaquorum.runtime.wire import encode_response
 
 MAX_READ_BYTES = 1024 * 1024
 
@@ -49,12 +53,65 @@ class ClientApi:
         self.driver = driver
         self._hw_event = asyncio.Event()
         driver.hw_listeners.append(self._on_hw)
+        self.templates = SuccessTemplates()
 
     def _on_hw(self, _hw: int) -> None:
         self._hw_event.set()
         self._hw_event = asyncio.Event()
 
     # --- Produce -----------------------------------------------------------------------------
+    def produce_nowait(
+        self, request: ProduceRequestData, version: int, correlation_id: int
+    ) -> asyncio.Future[bytes]:
+        """The encoded answer to a Produce, without a coroutine or task for the common
+        one-partition request: it is built in the append's callback, a success from a
+        template (`SuccessTemplates`). Anything else, and every refusal, goes through
+        `produce` and the generic encoder unchanged."""
+        topics = request.topic_data
+        values: list[bytes] | tuple[Errors, str] | None = None
+        if len(topics) == 1 and len(topics[0].partition_data) == 1:
+            topic, part = topics[0], topics[0].partition_data[0]
+            if targets_metadata_partition(topic, part.index) and request.acks == -1:
+                values = batch_values(part.records)
+        if not isinstance(values, list) or not isinstance(self.driver.node.state, LeaderState):
+            return asyncio.ensure_future(
+                self._encoded(self.produce(request), version, correlation_id)
+            )
+        out: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        n = len(values)
+
+        def reply(result: int | BaseException) -> None:
+            if out.done():
+                return  # the connection went away
+            if not isinstance(result, BaseException):
+                base = result - n + 1
+                start = self.driver.node.log.start_offset
+                out.set_result(self.templates.encode(topic, version, correlation_id, base, start))
+                return
+            if isinstance(result, NotLeaderError):
+                refusal = self._not_leader(part.index)
+            elif isinstance(result, TimeoutError):
+                refusal = partition_response(part.index, Errors.REQUEST_TIMED_OUT)
+            else:
+                out.set_exception(result)
+                return
+            responses = [topic_response(topic, [refusal])]
+            message = ProduceResponseData(
+                responses=responses,
+                node_endpoints=node_endpoints(responses, self.driver.config.voters),
+            )
+            out.set_result(encode_response(PRODUCE_API_KEY, version, correlation_id, message))
+
+        timeout_s = max(0.001, request.timeout_ms / 1000)
+        self.driver.append_with_callback(tuple(values), timeout_s, reply)
+        return out
+
+    @staticmethod
+    async def _encoded(
+        answer: Awaitable[ProduceResponseData], version: int, correlation_id: int
+    ) -> bytes:
+        return encode_response(PRODUCE_API_KEY, version, correlation_id, await answer)
+
     async def produce(self, request: ProduceRequestData) -> ProduceResponseData:
         """The answer in its newest form; the wire writes what the negotiated version has."""
         out: list[ProduceResponseData.TopicProduceResponse] = []

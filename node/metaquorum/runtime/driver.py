@@ -24,6 +24,7 @@ import contextlib
 import logging
 import random
 import time
+from asyncio import Future
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -62,6 +63,7 @@ from metaquorum.core.states import LeaderState, state_summary
 from metaquorum.core.voter_set import VoterSet
 from metaquorum.protocol.messages import FetchRequestData
 from metaquorum.protocol.records import iter_batches
+from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.runtime.records_bridge import (
@@ -135,8 +137,7 @@ class Driver:
         self.snapshots_written = 0
         self._inbound: dict[int, asyncio.Future[tuple[Any, tuple[LogEntry, ...]]]] = {}
         self._next_inbound = 1 << 40
-        self._appends: dict[int, asyncio.Future[int]] = {}
-        self._next_append = 0
+        self.appends = PendingAppends(self._record_commit_latency)
         self._received: dict[int, tuple[int, bytes]] = {}  # first offset -> (end, bytes)
         # The batches this node wrote as leader, by base offset: (end offset, bytes as stored).
         # A Fetch is served from here without a hop to the storage thread (which may be in an
@@ -193,18 +194,32 @@ class Driver:
 
     async def append(self, values: tuple[bytes, ...]) -> int:
         """Append as one unit on the leader; the last offset once committed."""
-        self._next_append += 1
-        aid = self._next_append
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._appends[aid] = fut
-        self.post(ClientAppend(aid, values))
-        t0 = time.perf_counter()
-        try:
-            last = await fut
-            self.stats.record_commit_latency((time.perf_counter() - t0) * 1000)
-            return last
-        finally:
-            self._appends.pop(aid, None)
+        return await self.append_nowait(values, None)
+
+    def append_nowait(self, values: tuple[bytes, ...], timeout_s: float | None) -> Future[int]:
+        """`append` as a future: the last offset, or NotLeaderError on lost leadership, or
+        TimeoutError after `timeout_s` (the records may still commit later)."""
+        fut: Future[int] = asyncio.get_running_loop().create_future()
+
+        def settle(result: int | BaseException) -> None:
+            if fut.done():
+                return
+            if isinstance(result, BaseException):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+        self.append_with_callback(values, timeout_s, settle)
+        return fut
+
+    def append_with_callback(
+        self, values: tuple[bytes, ...], timeout_s: float | None, callback: AppendCallback
+    ) -> None:
+        """The Produce hot path: `callback` gets the last offset or the exception, once."""
+        self.post(ClientAppend(self.appends.add(callback, timeout_s), values))
+
+    def _record_commit_latency(self, ms: float) -> None:
+        self.stats.record_commit_latency(ms)
 
     # --- the loop ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -292,13 +307,9 @@ class Driver:
                 log.info("leader is %s in epoch %s", eff.leader_id, eff.epoch)
             elif isinstance(eff, AppendCommitted):
                 self.stats.committed += 1
-                afut = self._appends.get(eff.append_id)
-                if afut is not None and not afut.done():
-                    afut.set_result(eff.last_offset)
+                self.appends.committed(eff.append_id, eff.last_offset)
             elif isinstance(eff, AppendFailed):
-                afut = self._appends.get(eff.append_id)
-                if afut is not None and not afut.done():
-                    afut.set_exception(NotLeaderError(eff.reason, self.node.leader_id))
+                self.appends.failed(eff.append_id, NotLeaderError(eff.reason, self.node.leader_id))
             else:  # a new core effect must be handled here (mypy flags it; fail-stop at run)
                 assert_never(eff)
 
@@ -389,19 +400,30 @@ class Driver:
 
     # --- shutdown ----------------------------------------------------------------------------
     async def graceful_shutdown(self, timeout_s: float = 5.0) -> None:
-        """SIGTERM, as Kafka's `KafkaRaftClient.shutdown(5000)`: a leader resigns
-        (EndQuorumEpoch) and keeps answering Vote requests until another leader is known, so its
-        preferred successor wins at once; no state starts a new election meanwhile. Returns
-        when the core says the shutdown is complete or after `timeout_s`; `stop` follows."""
+        """SIGTERM, as Kafka's `KafkaRaftClient.shutdown(5000)`: a leader hands its log over
+        and resigns (EndQuorumEpoch), then keeps answering Vote requests until another leader
+        is known, so its successor wins at once; no state starts a new election meanwhile.
+        Returns when the core says the shutdown is complete, when no other voter can be
+        reached any more (the whole quorum is stopping: nobody to hand over to), or after
+        `timeout_s`; `stop` follows."""
         if self._task is None or self._task.done():
             return
         self.post(Shutdown())
-        try:
-            await asyncio.wait_for(self.shutdown_complete.wait(), timeout_s)
-        except TimeoutError:
-            log.warning("graceful shutdown did not complete in %.1fs", timeout_s)
-        else:
-            await self.peers.wait_idle(0.5)  # let the last acknowledgements go out
+        others = set(self.peers.connections)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.shutdown_complete.is_set():
+            if not isinstance(self.node.state, LeaderState) and others <= self.peers.unreachable:
+                log.info("graceful shutdown: no other voter is reachable")
+                return
+            if loop.time() >= deadline:
+                log.warning("graceful shutdown did not complete in %.1fs", timeout_s)
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.shutdown_complete.wait(), 0.05)
+            if not isinstance(self.node.state, LeaderState):
+                await self.peers.probe(0.2)
+        await self.peers.wait_idle(0.5)  # let the last acknowledgements go out
 
     async def stop(self) -> None:
         self._stopping = True
@@ -409,6 +431,8 @@ class Driver:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+        self.appends.fail_all(NotLeaderError("the node is stopping", -1))
+        self.appends.close()
         await self.peers.close()
         await self.io.close()
 

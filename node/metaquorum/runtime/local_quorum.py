@@ -166,6 +166,12 @@ class LocalQuorum:
         return proc.returncode
 
     def stop_all(self) -> None:
+        """SIGTERM to every node at once, then wait for each (a whole-quorum stop: stopping
+        one at a time would hand leadership from node to node)."""
+        for nid, node in self.nodes.items():
+            if node.process is not None and node.process.poll() is None:
+                self.signal(nid, signal.SIGCONT)
+                self.signal(nid, signal.SIGTERM)
         for nid in self.nodes:
             self.stop(nid)
 

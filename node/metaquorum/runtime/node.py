@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import logging
 import signal
+from collections.abc import Awaitable
 from typing import Any
 
 from metaquorum.core.log import LogEntry
@@ -71,7 +72,7 @@ class NodeRuntime:
         self.driver = Driver(config, storage, load_entries(storage), snapshot)
         ep = config.listen
         self.server = KafkaServer(
-            ep.host, ep.port, self.handle, max_frame_bytes=config.max_frame_bytes
+            ep.host, ep.port, self.dispatch, max_frame_bytes=config.max_frame_bytes
         )
         self.stop_requested = asyncio.Event()
         self.client_api = ClientApi(self.driver)
@@ -100,6 +101,17 @@ class NodeRuntime:
         await self.driver.stop()
 
     # --- request routing ---------------------------------------------------------------------
+    def dispatch(
+        self, request: InboundRequest | UnsupportedApiVersions, conn_id: int
+    ) -> Awaitable[bytes]:
+        """The server's handler: Produce answers through futures and callbacks (no task per
+        request on the hot path); every other API through the `handle` coroutine."""
+        if isinstance(request, InboundRequest) and request.api_key == PRODUCE_API_KEY:
+            return self.client_api.produce_nowait(
+                request.message, request.api_version, request.correlation_id
+            )
+        return self.handle(request, conn_id)
+
     async def handle(self, request: InboundRequest | UnsupportedApiVersions, conn_id: int) -> bytes:
         if isinstance(request, UnsupportedApiVersions):
             body = api_versions_response(0, Errors.UNSUPPORTED_VERSION)
@@ -116,8 +128,6 @@ class NodeRuntime:
                 leader_id=self.driver.node.leader_id,
                 controllers=self.config.voters,
             )
-        elif key == PRODUCE_API_KEY:
-            message = await self.client_api.produce(request.message)
         elif key == ApiKeys.FETCH and _is_consumer(request.message):
             message = await self.client_api.consumer_fetch(request.message)
         elif key in CORE_APIS:

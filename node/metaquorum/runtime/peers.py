@@ -17,8 +17,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+from metaquorum.protocol.messages import (
+    ApiVersionsRequestData,
+    FetchRequestData,
+    FetchResponseData,
+)
 from metaquorum.runtime.client import KafkaConnection
 from metaquorum.runtime.config import NodeConfig
 
@@ -47,6 +52,8 @@ class PeerPool:
                     connect_timeout_s=self.timeout_s,
                 )
         self._tasks: set[asyncio.Task[None]] = set()
+        # Voters whose last request could not connect or lost its connection (not a timeout).
+        self.unreachable: set[int] = set()
         self.sent = 0
         self.failed = 0
 
@@ -73,15 +80,36 @@ class PeerPool:
             response = await conn.request(api_key, version, message, timeout)
         except (ConnectionError, TimeoutError, ProtocolError, OSError) as e:
             self.failed += 1
+            if isinstance(e, ConnectionError | OSError) and not isinstance(e, TimeoutError):
+                self.unreachable.add(destination)
             log.debug("request to %s failed: %s", destination, e)
             self.on_failure(destination, cid)
             return
+        self.unreachable.discard(destination)
         records = None
         if isinstance(response, FetchResponseData) and response.responses:
             parts = response.responses[0].partitions
             if parts:
                 records = parts[0].records
         self.on_response(destination, cid, response, records, fetch_offset)
+
+    async def probe(self, timeout_s: float) -> None:
+        """ApiVersions to every other voter: refresh `unreachable` (a graceful shutdown asks
+        whether any voter is left to take over)."""
+
+        async def one(nid: int, conn: KafkaConnection) -> None:
+            try:
+                await conn.request(
+                    int(ApiKeys.API_VERSIONS), 3, ApiVersionsRequestData(), timeout_s
+                )
+            except TimeoutError:
+                return  # alive but slow, or unknown: not unreachable
+            except (ConnectionError, ProtocolError, OSError):
+                self.unreachable.add(nid)
+                return
+            self.unreachable.discard(nid)
+
+        await asyncio.gather(*(one(n, c) for n, c in self.connections.items()))
 
     async def wait_idle(self, timeout_s: float) -> None:
         if self._tasks:

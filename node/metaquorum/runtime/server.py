@@ -2,6 +2,10 @@
 
 Role: accept connections, read size-prefixed frames, decode each request, hand it to the
 node's `RequestHandler`, and write the responses back **in request order per connection**.
+Built on `asyncio.Protocol` callbacks, not streams: a frame is cut out of the bytes as they
+arrive and dispatched at once, and the responses that are ready at the head of a connection's
+queue leave in one `writelines` call, with no reader or writer task per connection and no
+timer armed per frame.
 
 Invariants:
 - a malformed frame (negative size, size above `max_frame_bytes`, undecodable header or body,
@@ -10,7 +14,9 @@ Invariants:
   connection is closed; an idle connection between frames is kept for `idle_timeout_s`;
 - a handler exception closes the connection and is logged; the server keeps serving;
 - responses leave in the order their requests arrived, even when a later one is ready first
-  (a parked Fetch long-poll delays the responses queued behind it, as in Kafka).
+  (a parked Fetch long-poll delays the responses queued behind it, as in Kafka);
+- back-pressure: reading pauses while the socket's write buffer is full or more than
+  `MAX_PIPELINED` requests of the connection are unanswered.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import cast
 
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.runtime.wire import SIZE, InboundRequest, UnsupportedApiVersions, decode_request
@@ -28,6 +35,9 @@ log = logging.getLogger("metaquorum.server")
 
 # The handler returns the complete response frame bytes (or None: no response, e.g. acks=0).
 RequestHandler = Callable[[InboundRequest | UnsupportedApiVersions, int], Awaitable[bytes | None]]
+
+MAX_PIPELINED = 1024  # unanswered requests per connection before reading pauses
+LISTEN_BACKLOG = 4096  # the default 100 overflows when a thousand clients connect at once
 
 
 class KafkaServer:
@@ -48,13 +58,18 @@ class KafkaServer:
         self.frame_timeout_s = frame_timeout_s
         self.idle_timeout_s = idle_timeout_s
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: set[_Connection] = set()
         self._next_conn = 0
         self.closed_bad_frames = 0
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._on_connection, self.host, self.port, reuse_address=True
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self),
+            self.host,
+            self.port,
+            reuse_address=True,
+            backlog=LISTEN_BACKLOG,
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
@@ -62,90 +77,181 @@ class KafkaServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        for task in list(self._connections):
-            with contextlib.suppress(BaseException):
-                await task
+        for conn in list(self._connections):
+            conn.close()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
 
-    async def _on_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        self._next_conn += 1
-        conn_id = self._next_conn
-        queue: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
-        sender = asyncio.create_task(self._send_in_order(queue, writer))
-        try:
-            await self._read_frames(reader, queue, conn_id)
-        except (ProtocolError, asyncio.IncompleteReadError, ConnectionError, TimeoutError) as e:
-            if isinstance(e, ProtocolError | TimeoutError):
-                self.closed_bad_frames += 1
-                log.info("closing connection %s: %s", conn_id, e or "frame timeout")
-        except asyncio.CancelledError:
-            pass
-        finally:
-            sender.cancel()
-            with contextlib.suppress(BaseException):
-                await sender
-            writer.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 1)
-            self._connections.discard(task)
 
-    async def _read_frames(
-        self,
-        reader: asyncio.StreamReader,
-        queue: asyncio.Queue[asyncio.Future[bytes | None] | None],
-        conn_id: int,
-    ) -> None:
-        while True:
-            try:
-                # asyncio.timeout arms a timer handle; wait_for would create a task per frame.
-                async with asyncio.timeout(self.idle_timeout_s):
-                    first = await reader.readexactly(1)
-            except asyncio.IncompleteReadError:
-                return  # clean close between frames
-            async with asyncio.timeout(self.frame_timeout_s):
-                rest = await reader.readexactly(SIZE.size - 1)
-                (size,) = SIZE.unpack(first + rest)
-                if size < 0 or size > self.max_frame_bytes:
-                    raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}]")
-                payload = await reader.readexactly(size)
-            request = decode_request(payload)
-            queue.put_nowait(asyncio.ensure_future(self.handler(request, conn_id)))
+class _Connection(asyncio.Protocol):
+    """One client connection: frame parsing, dispatch, in-order replies, timers."""
 
-    async def _send_in_order(
-        self,
-        queue: asyncio.Queue[asyncio.Future[bytes | None] | None],
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        pending: list[asyncio.Future[Any]] = []
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.conn_id = 0
+        self.pending: deque[asyncio.Future[bytes | None]] = deque()
+        self.chunks: list[bytes] = []  # an incomplete frame's bytes so far
+        self.have = 0
+        self.need = 0
+        self.frame_timer: asyncio.TimerHandle | None = None
+        self.idle_timer: asyncio.TimerHandle | None = None
+        self.last_activity = 0.0
+        self.write_paused = False
+        self.pipeline_paused = False
+        self.closed = False
+
+    # --- asyncio.Protocol --------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self.server._next_conn += 1
+        self.conn_id = self.server._next_conn
+        self.server._connections.add(self)
+        self.last_activity = self.loop.time()
+        self.idle_timer = self.loop.call_later(self.server.idle_timeout_s, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = self.loop.time()
+        if self.chunks:
+            self.chunks.append(data)
+            self.have += len(data)
+            if self.have < self.need:
+                return
+            data = b"".join(self.chunks)
+            self.chunks = []
         try:
-            while True:
-                fut = await queue.get()
-                if fut is None:
-                    return
-                pending.append(fut)
-                data = await fut
-                pending.remove(fut)
-                if data is not None:
-                    writer.write(data)
-                    await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        except Exception:
-            log.exception("request handler failed; closing the connection")
-            writer.close()
-        finally:
-            for fut in pending:
-                fut.cancel()
-            while not queue.empty():
-                item = queue.get_nowait()
-                if item is not None:
-                    item.cancel()
+            self._parse(data)
+        except ProtocolError as e:
+            self.server.closed_bad_frames += 1
+            log.info("closing connection %s: %s", self.conn_id, e)
+            self.close()
+        except Exception:  # a bug, not bad bytes: this connection only
+            log.exception("closing connection %s after an internal error", self.conn_id)
+            self.close()
+
+    def eof_received(self) -> bool:
+        return False  # a half-closed client is done: close, as Kafka does
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        for timer in (self.frame_timer, self.idle_timer):
+            if timer is not None:
+                timer.cancel()
+        while self.pending:
+            self.pending.popleft().cancel()
+        self.server._connections.discard(self)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._update_reading()
+
+    # --- frames ------------------------------------------------------------------------------
+    def _parse(self, data: bytes) -> None:
+        pos, n = 0, len(data)
+        max_frame = self.server.max_frame_bytes
+        need = SIZE.size
+        while n - pos >= SIZE.size:
+            (size,) = SIZE.unpack_from(data, pos)
+            if size < 0 or size > max_frame:
+                raise ProtocolError(f"frame size {size} outside [0, {max_frame}]")
+            end = pos + SIZE.size + size
+            if end > n:
+                need = SIZE.size + size
+                break
+            self._dispatch(decode_request(data[pos + SIZE.size : end]))
+            pos = end
+            if self.closed:
+                return
+        completed_one = pos > 0
+        if pos < n:
+            rest = data[pos:]
+            self.chunks = [rest]
+            self.have = len(rest)
+            self.need = need
+            if completed_one or self.frame_timer is None:
+                self._arm_frame_timer()
+        elif self.frame_timer is not None:
+            self.frame_timer.cancel()
+            self.frame_timer = None
+
+    def _arm_frame_timer(self) -> None:
+        if self.frame_timer is not None:
+            self.frame_timer.cancel()
+        self.frame_timer = self.loop.call_later(self.server.frame_timeout_s, self._frame_late)
+
+    def _frame_late(self) -> None:
+        self.frame_timer = None
+        if self.chunks and not self.closed:
+            self.server.closed_bad_frames += 1
+            log.info("closing connection %s: frame timeout", self.conn_id)
+            self.close()
+
+    def _check_idle(self) -> None:
+        idle = self.server.idle_timeout_s
+        quiet = self.loop.time() - self.last_activity
+        if self.closed:
+            return
+        if quiet >= idle and not self.pending:
+            log.info("closing idle connection %s", self.conn_id)
+            self.close()
+            return
+        self.idle_timer = self.loop.call_later(max(idle - quiet, 0.01), self._check_idle)
+
+    # --- requests and in-order responses -----------------------------------------------------
+    def _dispatch(self, request: InboundRequest | UnsupportedApiVersions) -> None:
+        fut = asyncio.ensure_future(self.server.handler(request, self.conn_id))
+        self.pending.append(fut)
+        fut.add_done_callback(self._on_done)
+        if len(self.pending) >= MAX_PIPELINED and not self.pipeline_paused:
+            self.pipeline_paused = True
+            self._update_reading()
+
+    def _on_done(self, _: asyncio.Future[bytes | None]) -> None:
+        pending = self.pending
+        if self.closed or not pending or not pending[0].done():
+            return
+        out: list[bytes] = []
+        while pending and pending[0].done():
+            fut = pending.popleft()
+            if fut.cancelled():
+                continue
+            exc = fut.exception()
+            if exc is not None:
+                log.error(
+                    "request handler failed; closing connection %s",
+                    self.conn_id,
+                    exc_info=exc,
+                )
+                self.close()
+                return
+            data = fut.result()
+            if data is not None:
+                out.append(data)
+        if out and self.transport is not None:
+            self.transport.writelines(out)
+        if self.pipeline_paused and len(pending) < MAX_PIPELINED // 2:
+            self.pipeline_paused = False
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.closed:
+            return
+        if self.write_paused or self.pipeline_paused:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        while self.pending:
+            self.pending.popleft().cancel()
+        if self.transport is not None:
+            self.transport.close()

@@ -162,3 +162,24 @@ def test_wrong_partition_and_acks_are_refused_before_leadership() -> None:
     acks1 = ProduceRequestData(acks=1, timeout_ms=1, topic_data=_request().topic_data)
     answer = asyncio.run(api.produce(acks1)).responses[0].partition_responses[0]
     assert answer.error_code == Errors.INVALID_REQUIRED_ACKS
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+@pytest.mark.parametrize(
+    ("name", "topic_id"), [("__cluster_metadata", Uuid.ZERO), ("", METADATA_TOPIC_ID)]
+)
+def test_success_template_bytes_equal_the_generic_encoder(
+    version: int, name: str, topic_id: Uuid
+) -> None:
+    from metaquorum.runtime.produce import SuccessTemplates, success_response
+
+    topic = ProduceRequestData.TopicProduceData(name=name, topic_id=topic_id)
+    templates = SuccessTemplates()
+    for cid, base, start in [(0, 0, 0), (7, 41, 3), (-5, 2**40 + 3, 2**33), (2**31 - 1, 1, 0)]:
+        generic = encode_response(
+            int(ApiKeys.PRODUCE), version, cid, success_response(topic, base, start)
+        )
+        assert templates.encode(topic, version, cid, base, start) == generic
+        decoded = decode_response(int(ApiKeys.PRODUCE), version, generic[4:])
+        part = decoded[1].responses[0].partition_responses[0]
+        assert (part.base_offset, part.error_code) == (base, 0)
