@@ -66,6 +66,7 @@ from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.peers import PeerPool
+from metaquorum.runtime.recent_batches import RecentBatches
 from metaquorum.runtime.records_bridge import (
     batches_for_entries,
     clip_batches,
@@ -81,7 +82,6 @@ from metaquorum.runtime.storage_io import (
 from metaquorum.storage.replica import ReplicaStorage
 
 log = logging.getLogger("metaquorum.driver")
-RECENT_BATCH_BYTES = 16 * 1024 * 1024  # the leader's newest batches kept for Fetch
 
 
 def now_ms() -> int:
@@ -142,8 +142,7 @@ class Driver:
         # The batches this node wrote as leader, by base offset: (end offset, bytes as stored).
         # A Fetch is served from here without a hop to the storage thread (which may be in an
         # fsync); the bytes are exactly those handed to storage. Dropped on truncation.
-        self.recent_batches: dict[int, tuple[int, bytes]] = {}
-        self._recent_bytes = 0
+        self.recent = RecentBatches()
         self.stats = DriverStats()
         self.hw_listeners: list[Callable[[int], None]] = []
         self.shutdown_complete = asyncio.Event()
@@ -285,7 +284,7 @@ class Driver:
                 self._append(eff.entries)
             elif isinstance(eff, TruncateLog):
                 self._received.clear()
-                self._forget_recent()
+                self.recent.clear()
                 self.io.submit(partial(storage.log.truncate_to, eff.offset))
             elif isinstance(eff, FlushLog):
                 self.io.request_flush(eff.offset)
@@ -295,7 +294,7 @@ class Driver:
                 self.snapshots_written += 1
                 self._received.clear()
                 if install:
-                    self._forget_recent()
+                    self.recent.clear()
             elif isinstance(eff, HighWatermarkAdvanced):
                 for listener in self.hw_listeners:
                     listener(eff.high_watermark)
@@ -356,7 +355,7 @@ class Driver:
             leader = self.config.node_id if isinstance(self.node.state, LeaderState) else -1
             data = batches_for_entries(entries, leader_id=leader, timestamp_ms=now_ms())
             if leader >= 0:
-                self._remember(entries, data)
+                self.recent.remember(data)
         self._received.clear()
         self.stats.appends += len(entries)
         storage = self.io.storage
@@ -367,36 +366,8 @@ class Driver:
 
         self.io.submit(write)
 
-    def _remember(self, entries: tuple[LogEntry, ...], data: list[bytes]) -> None:
-        """Keep the leader's freshly encoded batches (one batch per chunk) for Fetch."""
-        for chunk in data:
-            batch = next(iter_batches(chunk))
-            self.recent_batches[batch.base_offset] = (batch.last_offset + 1, chunk)
-            self._recent_bytes += len(chunk)
-        while self._recent_bytes > RECENT_BATCH_BYTES and self.recent_batches:
-            first = next(iter(self.recent_batches))
-            self._recent_bytes -= len(self.recent_batches.pop(first)[1])
-
-    def _forget_recent(self) -> None:
-        self.recent_batches.clear()
-        self._recent_bytes = 0
-
     def recent_records(self, first: int, end: int, max_bytes: int) -> bytes | None:
-        """The whole stored batches whose base offsets lie in [first, end), at least one and
-        then up to `max_bytes` (as a storage read), if all of them are still in memory (else
-        None: read storage)."""
-        parts: list[bytes] = []
-        pos, size = first, 0
-        while pos < end:
-            found = self.recent_batches.get(pos)
-            if found is None:
-                return None
-            if parts and size + len(found[1]) > max_bytes:
-                break
-            pos, chunk = found
-            parts.append(chunk)
-            size += len(chunk)
-        return b"".join(parts)
+        return self.recent.read(first, end, max_bytes)
 
     # --- shutdown ----------------------------------------------------------------------------
     async def graceful_shutdown(self, timeout_s: float = 5.0) -> None:
