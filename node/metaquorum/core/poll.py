@@ -11,6 +11,7 @@ down never starts an election (a leader resigns and stays Resigned), as Kafka's 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import end_quorum_epoch, fetch, leader, vote
@@ -25,6 +26,8 @@ from metaquorum.core.states import (
     UnattachedState,
 )
 from metaquorum.core.vote_tally import VoteTally
+
+NEVER = 2**62
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -60,9 +63,12 @@ def poll_current_state(node: RaftNode, now_ms: int) -> int:
     if isinstance(st, ProspectiveState):
         return vote.poll_prospective(node, st, now_ms)
     if isinstance(st, FollowerState):
-        if node.is_voter and now_ms >= st.fetch_deadline_ms and not down:
-            node.transition_to_prospective()
-            return node.poll(now_ms)
+        if node.is_voter and now_ms >= st.fetch_deadline_ms:
+            if not down:
+                node.transition_to_prospective()
+                return node.poll(now_ms)
+            # Shutting down: the expired fetch timer no longer matters (nor wakes us).
+            return fetch.poll_follower(node, replace(st, fetch_deadline_ms=NEVER), now_ms)
         return fetch.poll_follower(node, st, now_ms)
     if isinstance(st, ResignedState):
         if down:  # stay Resigned until an election bumps the epoch

@@ -2,26 +2,85 @@
 
 Role: one `KafkaConnection` per remote endpoint, shared by the node's outbound Raft requests and
 by the admin client. `request()` encodes a request with the right header version, sends it, and
-resolves with the decoded response whose correlation id matches.
+resolves with the decoded response whose correlation id matches; `send()` does the same with a
+callback instead of a coroutine (the node's replication hot path: no task per request). Built
+on an `asyncio.Protocol`: responses are cut from the bytes as they arrive, no reader task.
 
 Invariants:
 - correlation ids are unique per connection (int32, wrapping) and a response is matched only to
-  the request that carried its id; a response with an unknown id closes the connection;
-- a request that gets no response within its timeout raises `TimeoutError` and its id is
+  the request that carried its id; a response to a forgotten id is dropped;
+- a request that gets no response within its timeout fails with `TimeoutError` and its id is
   forgotten (a late response is dropped);
 - after a failed connect the next attempt waits `backoff_ms`, doubling up to `backoff_max_ms`,
   and resets on success; every pending request fails with `ConnectionError` when the
-  connection drops.
+  connection drops or a response frame is malformed;
+- a callback or future is completed exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from metaquorum.runtime.wire import SIZE, decode_response, encode_request
+
+# The outcome of one request: the decoded response, or the exception it failed with.
+OnResponse = Callable[[Any, BaseException | None], None]
+
+
+class _Pending:
+    __slots__ = ("api_key", "callback", "timer", "version")
+
+    def __init__(
+        self, api_key: int, version: int, callback: OnResponse, timer: asyncio.TimerHandle | None
+    ) -> None:
+        self.api_key = api_key
+        self.version = version
+        self.callback = callback
+        self.timer = timer
+
+
+class _ResponseReader(asyncio.Protocol):
+    """Frames in, one `KafkaConnection._on_frame` per response."""
+
+    def __init__(self, conn: KafkaConnection) -> None:
+        self.conn = conn
+        self.chunks: list[bytes] = []
+        self.have = 0
+        self.need = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self.chunks:
+            self.chunks.append(data)
+            self.have += len(data)
+            if self.have < self.need:
+                return
+            data = b"".join(self.chunks)
+            self.chunks = []
+        pos, n = 0, len(data)
+        need = SIZE.size
+        while n - pos >= SIZE.size:
+            (size,) = SIZE.unpack_from(data, pos)
+            if size < 4 or size > self.conn.max_frame_bytes:
+                self.conn._drop(self, ConnectionError(f"bad response frame size {size}"))
+                return
+            end = pos + SIZE.size + size
+            if end > n:
+                need = SIZE.size + size
+                break
+            self.conn._on_frame(data[pos + SIZE.size : end])
+            pos = end
+        if pos < n:
+            rest = data[pos:]
+            self.chunks, self.have, self.need = [rest], len(rest), need
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn._lost(self, exc)
 
 
 class KafkaConnection:
@@ -43,28 +102,40 @@ class KafkaConnection:
         self.backoff_max_ms = backoff_max_ms
         self.max_frame_bytes = max_frame_bytes
         self.connect_timeout_s = connect_timeout_s
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task[None] | None = None
-        self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self._transport: asyncio.Transport | None = None
+        self._protocol: _ResponseReader | None = None
+        self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._connect_lock = asyncio.Lock()
         self._failures = 0
         self._not_before = 0.0
 
+    @property
+    def connected(self) -> bool:
+        return self._is_connected()
+
+    def _is_connected(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
     def _correlation_id(self) -> int:
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         return self._next_id
 
-    async def _connect(self) -> asyncio.StreamWriter:
+    async def connect(self) -> None:
+        """Connect unless connected; `ConnectionError` (and a longer backoff) on failure."""
+        if self.connected:
+            return
         async with self._connect_lock:
-            if self._writer is not None and not self._writer.is_closing():
-                return self._writer
+            if self._is_connected():  # another caller connected while we waited
+                return
             wait = self._not_before - time.monotonic()
             if wait > 0:
                 raise ConnectionError(f"{self.host}:{self.port}: backing off {wait * 1000:.0f} ms")
+            loop = asyncio.get_running_loop()
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), self.connect_timeout_s
+                transport, protocol = await asyncio.wait_for(
+                    loop.create_connection(lambda: _ResponseReader(self), self.host, self.port),
+                    self.connect_timeout_s,
                 )
             except (OSError, TimeoutError) as e:
                 self._failures += 1
@@ -72,61 +143,88 @@ class KafkaConnection:
                 self._not_before = time.monotonic() + delay / 1000
                 raise ConnectionError(f"cannot connect to {self.host}:{self.port}: {e}") from None
             self._failures = 0
-            self._writer = writer
-            self._reader_task = asyncio.create_task(self._read_responses(reader, writer))
-            return writer
+            self._transport = transport
+            self._protocol = protocol
 
-    async def _read_responses(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    def send(
+        self,
+        api_key: int,
+        api_version: int,
+        message: Any,
+        timeout_s: float,
+        callback: OnResponse,
     ) -> None:
-        error: BaseException = ConnectionError(f"connection to {self.host}:{self.port} closed")
-        try:
-            while True:
-                (size,) = SIZE.unpack(await reader.readexactly(SIZE.size))
-                if size < 4 or size > self.max_frame_bytes:
-                    raise ConnectionError(f"bad response frame size {size}")
-                payload = await reader.readexactly(size)
-                (cid,) = SIZE.unpack_from(payload)
-                entry = self._pending.pop(cid, None)
-                if entry is None:
-                    continue  # a response to a request that already timed out
-                api_key, version, fut = entry
-                if fut.done():
-                    continue
-                try:
-                    fut.set_result(decode_response(api_key, version, payload)[1])
-                except Exception as e:
-                    fut.set_exception(e)
-        except (asyncio.IncompleteReadError, OSError) as e:
-            error = ConnectionError(f"connection to {self.host}:{self.port} lost: {e}")
-        except asyncio.CancelledError:
-            pass
-        finally:
-            if self._writer is writer:
-                self._writer = None
-            writer.close()
-            for _, _, fut in self._pending.values():
-                if not fut.done():
-                    fut.set_exception(error)
-            self._pending.clear()
+        """Send on the open connection; `callback(response, None)` or `callback(None, error)`
+        exactly once (also when not connected: `ConnectionError` at once)."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            callback(None, ConnectionError(f"not connected to {self.host}:{self.port}"))
+            return
+        cid = self._correlation_id()
+        timer = asyncio.get_running_loop().call_later(timeout_s, self._time_out, cid)
+        self._pending[cid] = _Pending(api_key, api_version, callback, timer)
+        transport.write(encode_request(api_key, api_version, cid, message, self.client_id))
 
     async def request(self, api_key: int, api_version: int, message: Any, timeout_s: float) -> Any:
-        writer = await self._connect()
-        cid = self._correlation_id()
+        await self.connect()
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = (api_key, api_version, fut)
+
+        def settle(response: Any, error: BaseException | None) -> None:
+            if fut.done():
+                return
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(response)
+
+        self.send(api_key, api_version, message, timeout_s, settle)
+        return await fut
+
+    # --- the protocol's callbacks ------------------------------------------------------------
+    def _complete(self, cid: int, response: Any, error: BaseException | None) -> None:
+        entry = self._pending.pop(cid, None)
+        if entry is None:
+            return  # a response to a request that already timed out
+        if entry.timer is not None:
+            entry.timer.cancel()
+        entry.callback(response, error)
+
+    def _time_out(self, cid: int) -> None:
+        self._complete(cid, None, TimeoutError(f"no response from {self.host}:{self.port}"))
+
+    def _on_frame(self, payload: bytes) -> None:
+        (cid,) = SIZE.unpack_from(payload)
+        entry = self._pending.get(cid)
+        if entry is None:
+            return
         try:
-            writer.write(encode_request(api_key, api_version, cid, message, self.client_id))
-            async with asyncio.timeout(timeout_s):  # cheaper than wait_for (no extra waiter)
-                return await fut
-        finally:
-            self._pending.pop(cid, None)
+            response = decode_response(entry.api_key, entry.version, payload)[1]
+        except Exception as e:
+            self._complete(cid, None, e)
+        else:
+            self._complete(cid, response, None)
+
+    def _drop(self, protocol: _ResponseReader, error: BaseException) -> None:
+        if protocol is self._protocol and self._transport is not None:
+            self._fail_all(error)
+            self._transport.abort()
+
+    def _lost(self, protocol: _ResponseReader, exc: Exception | None) -> None:
+        if protocol is not self._protocol:
+            return
+        self._transport = None
+        self._protocol = None
+        detail = f" lost: {exc}" if exc is not None else " closed"
+        self._fail_all(ConnectionError(f"connection to {self.host}:{self.port}{detail}"))
+
+    def _fail_all(self, error: BaseException) -> None:
+        for cid in list(self._pending):
+            self._complete(cid, None, error)
 
     async def close(self) -> None:
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader_task
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        transport = self._transport
+        self._transport = None
+        self._protocol = None
+        self._fail_all(ConnectionError(f"connection to {self.host}:{self.port} closed"))
+        if transport is not None:
+            transport.close()

@@ -260,6 +260,7 @@ class Driver:
             return self.events.get_nowait()
         timeout = (deadline_ms - now_ms()) / 1000
         if timeout <= 0:
+            await asyncio.sleep(0)  # a due deadline never starves the other tasks
             return Poll()
         try:
             async with asyncio.timeout(timeout):

@@ -151,13 +151,15 @@ class LocalQuorum:
         if proc is not None:
             proc.wait(10)
 
-    def stop(self, nid: int, grace_s: float = 10.0) -> int | None:
+    def stop(self, nid: int, grace_s: float = 10.0, *, signalled: bool = False) -> int | None:
+        """SIGTERM (unless `signalled` already), wait `grace_s`, then SIGKILL."""
         proc = self.nodes[nid].process
         if proc is None:
             return None
         if proc.poll() is None:
-            self.signal(nid, signal.SIGCONT)
-            self.signal(nid, signal.SIGTERM)
+            if not signalled:
+                self.signal(nid, signal.SIGCONT)
+                self.signal(nid, signal.SIGTERM)
             try:
                 proc.wait(grace_s)
             except subprocess.TimeoutExpired:
@@ -173,7 +175,7 @@ class LocalQuorum:
                 self.signal(nid, signal.SIGCONT)
                 self.signal(nid, signal.SIGTERM)
         for nid in self.nodes:
-            self.stop(nid)
+            self.stop(nid, signalled=True)
 
     def statuses(self) -> dict[int, dict[str, Any] | None]:
         return {nid: n.status() for nid, n in self.nodes.items() if n.process is not None}

@@ -56,6 +56,7 @@ class PeerPool:
         self.unreachable: set[int] = set()
         self.sent = 0
         self.failed = 0
+        self.in_flight = 0
 
     def send(self, destination: int, cid: int, message: Any) -> None:
         conn = self.connections.get(destination)
@@ -63,12 +64,26 @@ class PeerPool:
             log.warning("no endpoint for replica %s; dropping %s", destination, type(message))
             self.on_failure(destination, cid)
             return
-        task = asyncio.create_task(self._send(conn, destination, cid, message))
+        if conn.connected:  # the hot path: a callback, no task
+            self._send(conn, destination, cid, message)
+            return
+        task = asyncio.create_task(self._connect_and_send(conn, destination, cid, message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send(self, conn: KafkaConnection, destination: int, cid: int, message: Any) -> None:
+    async def _connect_and_send(
+        self, conn: KafkaConnection, destination: int, cid: int, message: Any
+    ) -> None:
+        try:
+            await conn.connect()
+        except (ConnectionError, OSError) as e:
+            self._failed(destination, cid, e)
+            return
+        self._send(conn, destination, cid, message)
+
+    def _send(self, conn: KafkaConnection, destination: int, cid: int, message: Any) -> None:
         self.sent += 1
+        self.in_flight += 1
         api_key = int(message.API_KEY)
         version = int(message.HIGHEST_SUPPORTED_VERSION)
         fetch_offset = -1
@@ -76,22 +91,28 @@ class PeerPool:
         if isinstance(message, FetchRequestData):
             fetch_offset = message.topics[0].partitions[0].fetch_offset
             timeout += message.max_wait_ms / 1000
-        try:
-            response = await conn.request(api_key, version, message, timeout)
-        except (ConnectionError, TimeoutError, ProtocolError, OSError) as e:
-            self.failed += 1
-            if isinstance(e, ConnectionError | OSError) and not isinstance(e, TimeoutError):
-                self.unreachable.add(destination)
-            log.debug("request to %s failed: %s", destination, e)
-            self.on_failure(destination, cid)
-            return
-        self.unreachable.discard(destination)
-        records = None
-        if isinstance(response, FetchResponseData) and response.responses:
-            parts = response.responses[0].partitions
-            if parts:
-                records = parts[0].records
-        self.on_response(destination, cid, response, records, fetch_offset)
+
+        def done(response: Any, error: BaseException | None) -> None:
+            self.in_flight -= 1
+            if error is not None:
+                self._failed(destination, cid, error)
+                return
+            self.unreachable.discard(destination)
+            records = None
+            if isinstance(response, FetchResponseData) and response.responses:
+                parts = response.responses[0].partitions
+                if parts:
+                    records = parts[0].records
+            self.on_response(destination, cid, response, records, fetch_offset)
+
+        conn.send(api_key, version, message, timeout, done)
+
+    def _failed(self, destination: int, cid: int, error: BaseException) -> None:
+        self.failed += 1
+        if isinstance(error, ConnectionError | OSError) and not isinstance(error, TimeoutError):
+            self.unreachable.add(destination)
+        log.debug("request to %s failed: %s", destination, error)
+        self.on_failure(destination, cid)
 
     async def probe(self, timeout_s: float) -> None:
         """ApiVersions to every other voter: refresh `unreachable` (a graceful shutdown asks
@@ -112,8 +133,10 @@ class PeerPool:
         await asyncio.gather(*(one(n, c) for n, c in self.connections.items()))
 
     async def wait_idle(self, timeout_s: float) -> None:
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout_s)
+        """Until no request is in flight (or `timeout_s`)."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while (self._tasks or self.in_flight) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
 
     async def close(self) -> None:
         for task in list(self._tasks):

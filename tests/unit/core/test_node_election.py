@@ -432,3 +432,15 @@ def test_shutdown_of_a_candidate_goes_on_with_its_election_only() -> None:
     assert sorted(s.destination for s in ctx.sent(VoteRequestData)) == [2, 3]
     ctx.respond(3, vote_response(1, True))
     assert isinstance(ctx.node.state, ResignedState)  # elected, then resigns at once
+
+
+def test_shutting_down_first_successor_keeps_a_future_deadline() -> None:
+    # EndQuorumEpoch makes the first successor's fetch timer expire at once; shutting down it
+    # must not campaign, and must not report a deadline that is already due (a busy loop).
+    ctx = RaftTestContext(1, [1, 2, 3], election=ElectionState(2, 3, None))
+    ctx.handle(Shutdown())
+    ctx.request(3, end_epoch(3, 2, [1, 2]))
+    assert isinstance(ctx.node.state, FollowerState) and ctx.deadline > ctx.now
+    ctx.advance(5000)
+    assert isinstance(ctx.node.state, FollowerState) and ctx.deadline > ctx.now
+    assert not ctx.sent(VoteRequestData)
