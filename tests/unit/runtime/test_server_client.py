@@ -103,3 +103,49 @@ async def test_client_times_out_and_backs_off_after_failed_connect() -> None:
         await dead.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 1)
     with pytest.raises(ConnectionError, match="backing off"):
         await dead.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 1)
+
+
+async def _fake_broker(reply: bytes) -> tuple[asyncio.Server, int]:
+    """A server that reads one request frame and answers `reply` verbatim."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        await reader.readexactly(size)
+        writer.write(reply)
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def test_client_bad_response_frame_fails_pending_requests_and_reconnects() -> None:
+    broker, port = await _fake_broker(struct.pack(">i", 2))  # size below a response header
+    try:
+        conn = KafkaConnection("127.0.0.1", port)
+        with pytest.raises(ConnectionError, match="bad response frame size 2"):
+            await conn.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 5)
+        await asyncio.sleep(0.05)
+        assert not conn.connected  # the connection was dropped; the next request reconnects
+        await conn.close()
+    finally:
+        broker.close()
+
+
+async def test_client_send_callbacks_exactly_once_and_drops_late_responses() -> None:
+    server = await _start({1: 0.3, 2: 0.0})
+    try:
+        conn = KafkaConnection("127.0.0.1", server.port)
+        got: list[tuple[object, BaseException | None]] = []
+        conn.send(18, 3, ApiVersionsRequestData(), 1, lambda r, e: got.append((r, e)))
+        assert len(got) == 1 and isinstance(got[0][1], ConnectionError)  # not connected yet
+        await conn.connect()
+        slow: list[tuple[object, BaseException | None]] = []
+        conn.send(18, 3, ApiVersionsRequestData(), 0.1, lambda r, e: slow.append((r, e)))
+        await asyncio.sleep(0.6)  # its answer arrives after the timeout: dropped
+        assert len(slow) == 1 and isinstance(slow[0][1], TimeoutError)
+        r = await conn.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 5)
+        assert isinstance(r, ApiVersionsResponseData) and r.error_code == 0
+        await conn.close()
+    finally:
+        await server.stop()
