@@ -4,8 +4,8 @@ Role: pods reach each other by their cluster DNS names. When METAQUORUM_E2E_HOST
 file (kept current by the stand-in, e2e/hostsfile.py), socket.getaddrinfo / gethostbyname look
 names up there first and fall back to the system resolver. Lookups re-read the file when its
 mtime changes. uvloop resolves names inside libuv, so asyncio.open_connection is wrapped too
-(the name is resolved here first). Only loaded through PYTHONPATH set by the stand-in; inert
-otherwise.
+(the name is resolved here first); metaquorum's own client resolves through
+socket.getaddrinfo. Only loaded through PYTHONPATH set by the stand-in; inert otherwise.
 """
 
 from __future__ import annotations

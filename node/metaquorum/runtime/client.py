@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -131,12 +132,8 @@ class KafkaConnection:
             wait = self._not_before - time.monotonic()
             if wait > 0:
                 raise ConnectionError(f"{self.host}:{self.port}: backing off {wait * 1000:.0f} ms")
-            loop = asyncio.get_running_loop()
             try:
-                transport, protocol = await asyncio.wait_for(
-                    loop.create_connection(lambda: _ResponseReader(self), self.host, self.port),
-                    self.connect_timeout_s,
-                )
+                transport, protocol = await asyncio.wait_for(self._open(), self.connect_timeout_s)
             except (OSError, TimeoutError) as e:
                 self._failures += 1
                 delay = min(self.backoff_max_ms, self.backoff_ms * 2 ** (self._failures - 1))
@@ -145,6 +142,24 @@ class KafkaConnection:
             self._failures = 0
             self._transport = transport
             self._protocol = protocol
+
+    async def _open(self) -> tuple[asyncio.Transport, _ResponseReader]:
+        """Resolve with `socket.getaddrinfo` (as asyncio's own loop does; uvloop would resolve
+        inside libuv, past any resolver the process configured), then connect to the first
+        address that answers."""
+        loop = asyncio.get_running_loop()
+        infos = await asyncio.to_thread(
+            socket.getaddrinfo, self.host, self.port, 0, socket.SOCK_STREAM
+        )
+        error: OSError = OSError(f"no address for {self.host}")
+        for family, _, _, _, address in infos:
+            try:
+                return await loop.create_connection(
+                    lambda: _ResponseReader(self), str(address[0]), self.port, family=family
+                )
+            except OSError as e:
+                error = e
+        raise error
 
     def send(
         self,
