@@ -130,9 +130,7 @@ class LeaderState:
         return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        # Kafka 4.3 `ResignedState.canGrantVote`: a pre-vote for an up-to-date log, so the
-        # preferred successor of a graceful resign can win its pre-vote with the old leader's.
-        return pre_vote and log_up_to_date
+        return False  # Kafka 4.3 `LeaderState.canGrantVote`: never, not even a pre-vote
 
 
 @dataclass(frozen=True, slots=True)

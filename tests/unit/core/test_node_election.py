@@ -261,6 +261,10 @@ def test_leader_rejects_votes_and_sends_begin_quorum_epoch() -> None:
     assert sorted(s.destination for s in bqe) == [2, 3]
     ctx.request(3, vote_request(1, 3, pre_vote=True))
     assert not granted(ctx)
+    ctx.request(3, vote_request(1, 3, 1, 1, pre_vote=True))  # even with an up-to-date log
+    assert not granted(ctx)
+    ctx.request(3, vote_request(1, 3, 1, 5, pre_vote=True))  # or a longer one
+    assert not granted(ctx) and isinstance(ctx.node.state, LeaderState)
 
 
 def test_leader_resigns_when_a_majority_stops_fetching() -> None:
