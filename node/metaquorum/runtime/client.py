@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from metaquorum.runtime.wire import SIZE, decode_response, encode_request
+from metaquorum.protocol.errors import ProtocolError
+from metaquorum.runtime.wire import SIZE, FrameReader, decode_response, encode_request
 
 # The outcome of one request: the decoded response, or the exception it failed with.
 OnResponse = Callable[[Any, BaseException | None], None]
@@ -48,34 +49,16 @@ class _ResponseReader(asyncio.Protocol):
 
     def __init__(self, conn: KafkaConnection) -> None:
         self.conn = conn
-        self.chunks: list[bytes] = []
-        self.have = 0
-        self.need = 0
+        self.frames = FrameReader(conn.max_frame_bytes, min_size=4)  # at least a correlation id
 
     def data_received(self, data: bytes) -> None:
-        if self.chunks:
-            self.chunks.append(data)
-            self.have += len(data)
-            if self.have < self.need:
-                return
-            data = b"".join(self.chunks)
-            self.chunks = []
-        pos, n = 0, len(data)
-        need = SIZE.size
-        while n - pos >= SIZE.size:
-            (size,) = SIZE.unpack_from(data, pos)
-            if size < 4 or size > self.conn.max_frame_bytes:
-                self.conn._drop(self, ConnectionError(f"bad response frame size {size}"))
-                return
-            end = pos + SIZE.size + size
-            if end > n:
-                need = SIZE.size + size
-                break
-            self.conn._on_frame(data[pos + SIZE.size : end])
-            pos = end
-        if pos < n:
-            rest = data[pos:]
-            self.chunks, self.have, self.need = [rest], len(rest), need
+        try:
+            frames = self.frames.feed(data)
+        except ProtocolError as e:
+            self.conn._drop(self, ConnectionError(f"bad response frame: {e}"))
+            return
+        for payload in frames:
+            self.conn._on_frame(payload)
 
     def eof_received(self) -> bool:
         return False

@@ -29,7 +29,12 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.runtime.wire import SIZE, InboundRequest, UnsupportedApiVersions, decode_request
+from metaquorum.runtime.wire import (
+    FrameReader,
+    InboundRequest,
+    UnsupportedApiVersions,
+    decode_request,
+)
 
 log = logging.getLogger("metaquorum.server")
 
@@ -93,9 +98,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.conn_id = 0
         self.pending: deque[asyncio.Future[bytes | None]] = deque()
-        self.chunks: list[bytes] = []  # an incomplete frame's bytes so far
-        self.have = 0
-        self.need = 0
+        self.frames = FrameReader(server.max_frame_bytes)
         self.frame_timer: asyncio.TimerHandle | None = None
         self.idle_timer: asyncio.TimerHandle | None = None
         self.last_activity = 0.0
@@ -114,22 +117,29 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = self.loop.time()
-        if self.chunks:
-            self.chunks.append(data)
-            self.have += len(data)
-            if self.have < self.need:
-                return
-            data = b"".join(self.chunks)
-            self.chunks = []
         try:
-            self._parse(data)
+            frames = self.frames.feed(data)
+            for payload in frames:
+                self._dispatch(decode_request(payload))
+                if self.closed:
+                    return
         except ProtocolError as e:
             self.server.closed_bad_frames += 1
             log.info("closing connection %s: %s", self.conn_id, e)
             self.close()
+            return
         except Exception:  # a bug, not bad bytes: this connection only
             log.exception("closing connection %s after an internal error", self.conn_id)
             self.close()
+            return
+        # A started frame must complete within frame_timeout_s (from when it started, or from
+        # the last frame completed before it).
+        if self.frames.partial:
+            if frames or self.frame_timer is None:
+                self._arm_frame_timer()
+        elif self.frame_timer is not None:
+            self.frame_timer.cancel()
+            self.frame_timer = None
 
     def eof_received(self) -> bool:
         return False  # a half-closed client is done: close, as Kafka does
@@ -152,34 +162,6 @@ class _Connection(asyncio.Protocol):
         self._update_reading()
 
     # --- frames ------------------------------------------------------------------------------
-    def _parse(self, data: bytes) -> None:
-        pos, n = 0, len(data)
-        max_frame = self.server.max_frame_bytes
-        need = SIZE.size
-        while n - pos >= SIZE.size:
-            (size,) = SIZE.unpack_from(data, pos)
-            if size < 0 or size > max_frame:
-                raise ProtocolError(f"frame size {size} outside [0, {max_frame}]")
-            end = pos + SIZE.size + size
-            if end > n:
-                need = SIZE.size + size
-                break
-            self._dispatch(decode_request(data[pos + SIZE.size : end]))
-            pos = end
-            if self.closed:
-                return
-        completed_one = pos > 0
-        if pos < n:
-            rest = data[pos:]
-            self.chunks = [rest]
-            self.have = len(rest)
-            self.need = need
-            if completed_one or self.frame_timer is None:
-                self._arm_frame_timer()
-        elif self.frame_timer is not None:
-            self.frame_timer.cancel()
-            self.frame_timer = None
-
     def _arm_frame_timer(self) -> None:
         if self.frame_timer is not None:
             self.frame_timer.cancel()
@@ -187,7 +169,7 @@ class _Connection(asyncio.Protocol):
 
     def _frame_late(self) -> None:
         self.frame_timer = None
-        if self.chunks and not self.closed:
+        if self.frames.partial and not self.closed:
             self.server.closed_bad_frames += 1
             log.info("closing connection %s: frame timeout", self.conn_id)
             self.close()

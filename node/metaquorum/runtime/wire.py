@@ -70,6 +70,54 @@ def frame(payload: bytes) -> bytes:
     return SIZE.pack(len(payload)) + payload
 
 
+class FrameReader:
+    """Cuts size-prefixed frames out of a byte stream as it arrives (both sides of a
+    connection). The bytes of an incomplete frame are kept as chunks and joined only once
+    the whole frame is there, so a large frame arriving in many reads costs one copy."""
+
+    __slots__ = ("chunks", "have", "max_size", "min_size", "need")
+
+    def __init__(self, max_size: int, min_size: int = 0) -> None:
+        self.max_size = max_size
+        self.min_size = min_size
+        self.chunks: list[bytes] = []
+        self.have = 0
+        self.need = 0
+
+    @property
+    def partial(self) -> bool:
+        """Part of a frame has arrived and waits for the rest."""
+        return bool(self.chunks)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The frames (payloads without the size) completed by `data`; `ProtocolError` on a
+        size outside [min_size, max_size] (the stream cannot be resynchronised after it)."""
+        if self.chunks:
+            self.chunks.append(data)
+            self.have += len(data)
+            if self.have < self.need:
+                return []
+            data = b"".join(self.chunks)
+            self.chunks = []
+        frames: list[bytes] = []
+        pos, n = 0, len(data)
+        need = SIZE.size
+        while n - pos >= SIZE.size:
+            (size,) = SIZE.unpack_from(data, pos)
+            if size < self.min_size or size > self.max_size:
+                raise ProtocolError(f"frame size {size} outside [{self.min_size}, {self.max_size}]")
+            end = pos + SIZE.size + size
+            if end > n:
+                need = SIZE.size + size
+                break
+            frames.append(data[pos + SIZE.size : end])
+            pos = end
+        if pos < n:
+            rest = data[pos:]
+            self.chunks, self.have, self.need = [rest], len(rest), need
+        return frames
+
+
 def decode_request(data: bytes) -> InboundRequest | UnsupportedApiVersions:
     if len(data) < HEADER_PREFIX.size:
         raise ProtocolError(f"request of {len(data)} bytes is shorter than a request header")
