@@ -135,7 +135,7 @@ class Driver:
             self.state_machine.handle_load_snapshot(snapshot)
             self.listener.next_offset = snapshot.snapshot_id.offset
         self.snapshots_written = 0
-        self._inbound: dict[int, asyncio.Future[tuple[Any, tuple[LogEntry, ...]]]] = {}
+        self._inbound: dict[int, Callable[[Any, tuple[LogEntry, ...]], None]] = {}
         self._next_inbound = 1 << 40
         self.appends = PendingAppends(self._record_commit_latency)
         self._received: dict[int, tuple[int, bytes]] = {}  # first offset -> (end, bytes)
@@ -177,19 +177,14 @@ class Driver:
     def _on_request_failed(self, destination: int, cid: int) -> None:
         self.post(RequestFailed(destination, cid))
 
-    async def submit_request(self, message: Any) -> tuple[Any, tuple[LogEntry, ...]]:
-        """Hand an inbound Raft request to the core; resolves with (response, entries)."""
+    def submit_request_with_callback(
+        self, message: Any, callback: Callable[[Any, tuple[LogEntry, ...]], None]
+    ) -> None:
+        """Hand an inbound Raft request to the core; `callback(response, entries)` runs from
+        the core's `SendResponse` (the hot path: no task or future per request)."""
         self._next_inbound += 1
-        cid = self._next_inbound
-        fut: asyncio.Future[tuple[Any, tuple[LogEntry, ...]]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._inbound[cid] = fut
-        self.post(RequestReceived(-1, cid, message))
-        try:
-            return await fut
-        finally:
-            self._inbound.pop(cid, None)
+        self._inbound[self._next_inbound] = callback
+        self.post(RequestReceived(-1, self._next_inbound, message))
 
     async def append(self, values: tuple[bytes, ...]) -> int:
         """Append as one unit on the leader; the last offset once committed."""
@@ -274,9 +269,9 @@ class Driver:
             if isinstance(eff, SendRequest):
                 self.peers.send(eff.destination, eff.correlation_id, eff.message)
             elif isinstance(eff, SendResponse):
-                fut = self._inbound.pop(eff.correlation_id, None)
-                if fut is not None and not fut.done():
-                    fut.set_result((eff.message, eff.entries))
+                answer = self._inbound.pop(eff.correlation_id, None)
+                if answer is not None:
+                    answer(eff.message, eff.entries)
             elif isinstance(eff, PersistElectionState):
                 await self.io.call(
                     partial(storage.write_election_state, election_to_file(eff.election))

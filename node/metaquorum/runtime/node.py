@@ -19,6 +19,7 @@ import dataclasses
 import logging
 import signal
 from collections.abc import Awaitable
+from functools import partial
 from typing import Any
 
 from metaquorum.core.log import LogEntry
@@ -104,13 +105,46 @@ class NodeRuntime:
     def dispatch(
         self, request: InboundRequest | UnsupportedApiVersions, conn_id: int
     ) -> Awaitable[bytes]:
-        """The server's handler: Produce answers through futures and callbacks (no task per
-        request on the hot path); every other API through the `handle` coroutine."""
-        if isinstance(request, InboundRequest) and request.api_key == PRODUCE_API_KEY:
-            return self.client_api.produce_nowait(
-                request.message, request.api_version, request.correlation_id
-            )
+        """The server's handler: Produce and the Raft APIs answer through futures and callbacks
+        (no task per request on the hot path); every other API through the `handle` coroutine."""
+        if isinstance(request, InboundRequest):
+            key = request.api_key
+            if key == PRODUCE_API_KEY:
+                return self.client_api.produce_nowait(
+                    request.message, request.api_version, request.correlation_id
+                )
+            if key in CORE_APIS and not (key == ApiKeys.FETCH and _is_consumer(request.message)):
+                return self._core_request(request)
         return self.handle(request, conn_id)
+
+    def _core_request(self, request: InboundRequest) -> asyncio.Future[bytes]:
+        """A Raft request answered from the core's `SendResponse`; a task only when a Fetch's
+        records are no longer in the leader's recent batches and must be read from storage."""
+        key, version, cid = request.api_key, request.api_version, request.correlation_id
+        out: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+        def answered(message: Any, entries: tuple[LogEntry, ...]) -> None:
+            if out.done():
+                return  # the connection went away
+            try:
+                if key == ApiKeys.FETCH and entries and isinstance(message, FetchResponseData):
+                    first, end = entries[0].offset, entries[-1].offset + 1
+                    cached = self.driver.recent_records(first, end, MAX_FETCH_BYTES)
+                    if cached is None:
+                        read = asyncio.ensure_future(self._with_records(message, entries))
+                        read.add_done_callback(partial(_encode_into, out, key, version, cid))
+                        return
+                    message = self._set_records(message, cached)
+                elif key == ApiKeys.DESCRIBE_QUORUM and isinstance(
+                    message, DescribeQuorumResponseData
+                ):
+                    message = self._with_nodes(message)
+                out.set_result(encode_response(key, version, cid, message))
+            except Exception as e:  # never into the driver's loop: this request fails alone
+                out.set_exception(e)
+
+        self.driver.submit_request_with_callback(request.message, answered)
+        return out
 
     async def handle(self, request: InboundRequest | UnsupportedApiVersions, conn_id: int) -> bytes:
         if isinstance(request, UnsupportedApiVersions):
@@ -130,12 +164,6 @@ class NodeRuntime:
             )
         elif key == ApiKeys.FETCH and _is_consumer(request.message):
             message = await self.client_api.consumer_fetch(request.message)
-        elif key in CORE_APIS:
-            message, entries = await self.driver.submit_request(request.message)
-            if key == ApiKeys.FETCH and entries and isinstance(message, FetchResponseData):
-                message = await self._with_records(message, entries)
-            elif key == ApiKeys.DESCRIBE_QUORUM and isinstance(message, DescribeQuorumResponseData):
-                message = self._with_nodes(message)
         else:
             raise ProtocolError(f"api {ApiKeys(key).name} is not served by this node")
         return encode_response(key, version, request.correlation_id, message)
@@ -183,6 +211,23 @@ class NodeRuntime:
             for nid, ep in sorted(self.config.voters.items())
         ]
         return dataclasses.replace(message, nodes=nodes)
+
+
+def _encode_into(
+    out: asyncio.Future[bytes],
+    key: int,
+    version: int,
+    cid: int,
+    answer: asyncio.Future[FetchResponseData],
+) -> None:
+    if out.done():
+        return
+    if answer.cancelled():
+        out.cancel()
+    elif (exc := answer.exception()) is not None:
+        out.set_exception(exc)
+    else:
+        out.set_result(encode_response(key, version, cid, answer.result()))
 
 
 def _is_consumer(message: FetchRequestData) -> bool:
