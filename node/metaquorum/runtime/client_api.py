@@ -88,11 +88,8 @@ class ClientApi:
                 start = self.driver.node.log.start_offset
                 out.set_result(self.templates.encode(topic, version, correlation_id, base, start))
                 return
-            if isinstance(result, NotLeaderError):
-                refusal = self._not_leader(part.index)
-            elif isinstance(result, TimeoutError):
-                refusal = partition_response(part.index, Errors.REQUEST_TIMED_OUT)
-            else:
+            refusal = self._refusal(part.index, result)
+            if refusal is None:
                 out.set_exception(result)
                 return
             responses = [topic_response(topic, [refusal])]
@@ -140,19 +137,27 @@ class ClientApi:
             return partition_response(index, *values)
         if not isinstance(self.driver.node.state, LeaderState):
             return self._not_leader(index)
+        timeout_s = max(0.001, request.timeout_ms / 1000)
         try:
-            last = await asyncio.wait_for(
-                self.driver.append(tuple(values)), max(0.001, request.timeout_ms / 1000)
-            )
-        except NotLeaderError:
-            return self._not_leader(index)
-        except TimeoutError:
-            return partition_response(index, Errors.REQUEST_TIMED_OUT)
+            last = await self.driver.append_nowait(tuple(values), timeout_s)
+        except (NotLeaderError, TimeoutError) as e:
+            refusal = self._refusal(index, e)
+            assert refusal is not None
+            return refusal
         return partition_response(
             index,
             base_offset=last - len(values) + 1,
             log_start_offset=self.driver.node.log.start_offset,
         )
+
+    def _refusal(self, index: int, error: BaseException) -> PartitionResponse | None:
+        """The answer to an append that failed with `error`, or None if it is not a refusal
+        Kafka answers (a bug: the caller fails the request)."""
+        if isinstance(error, NotLeaderError):
+            return self._not_leader(index)
+        if isinstance(error, TimeoutError):
+            return partition_response(index, Errors.REQUEST_TIMED_OUT)
+        return None
 
     def _not_leader(self, index: int) -> PartitionResponse:
         node = self.driver.node
