@@ -10,6 +10,9 @@ Invariants (durability barriers):
 - appends, truncations and flushes go to the one storage thread in effect order; `Flushed` comes
   back only with the offset storage made durable, so nothing the core sends acknowledges an
   unflushed offset;
+- fail-stop: the first failed storage operation (write, fsync, truncate, snapshot, quorum-state)
+  stops the driver with one logged line and fails pending appends; `serve` then exits the
+  process with `EXIT_STORAGE_FAILURE` without the graceful hand-over (issue 12);
 - a follower stores the leader's batches byte for byte (the bytes received for those entries);
 - a response to an inbound request completes the future of exactly that request;
 - `WriteSnapshot` / `InstallSnapshot` are written (fsync, rename) before any later effect, then
@@ -115,7 +118,7 @@ class Driver:
     ) -> None:
         self.config = config
         self.cluster_id = storage.meta.cluster_id or ""
-        self.io = StorageIO(storage, lambda off: self.post(Flushed(off)))
+        self.io = StorageIO(storage, lambda off: self.post(Flushed(off)), self._on_storage_failure)
         self.peers = PeerPool(config, self._on_response, self._on_request_failed)
         start = now_ms()
         self.node = RaftNode(
@@ -243,9 +246,26 @@ class Driver:
         except asyncio.CancelledError:
             raise
         except BaseException as e:
+            if self.io.failed is not None:  # reported once, by `_on_storage_failure`
+                self._on_storage_failure(self.io.failed)
+                raise
             self.failure = e
             log.exception("the Raft driver stopped")
             raise
+
+    def _on_storage_failure(self, error: BaseException) -> None:
+        """Fail-stop (Kafka's raft driver halts on any storage exception): log one line naming
+        the operation, file and errno, stop the driver at its next await and fail every pending
+        append (never acknowledged). Nothing is reported flushed after the failure (StorageIO)."""
+        if self.failure is not None:
+            return
+        self.failure = error
+        self._stopping = True
+        log.critical("storage failure, stopping the node: %s", error)
+        task = self._task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+        self.appends.fail_all(NotLeaderError("storage failure", -1))
 
     async def _next_event(self, deadline_ms: int) -> Event:
         """The next queued event, or `Poll()` at the deadline. A queued event is taken without
@@ -281,7 +301,7 @@ class Driver:
             elif isinstance(eff, TruncateLog):
                 self._received.clear()
                 self.recent.clear()
-                self.io.submit(partial(storage.log.truncate_to, eff.offset))
+                self.io.post(partial(storage.log.truncate_to, eff.offset))
             elif isinstance(eff, FlushLog):
                 self.io.request_flush(eff.offset)
             elif isinstance(eff, WriteSnapshot | InstallSnapshot):
@@ -360,7 +380,7 @@ class Driver:
             for chunk in data:
                 storage.log.append_as_follower(chunk)
 
-        self.io.submit(write)
+        self.io.post(write)
 
     def recent_records(self, first: int, end: int, max_bytes: int) -> bytes | None:
         return self.recent.read(first, end, max_bytes)

@@ -55,6 +55,7 @@ CORE_APIS = frozenset(
     }
 )
 MAX_FETCH_BYTES = 8 * 1024 * 1024
+EXIT_STORAGE_FAILURE = 74  # sysexits EX_IOERR: a write, fsync or truncate of the log dir failed
 
 
 class NodeRuntime:
@@ -236,7 +237,8 @@ def _is_consumer(message: FetchRequestData) -> bool:
 
 
 async def serve(runtime: NodeRuntime) -> int:
-    """Run until SIGTERM/SIGINT (or a driver failure); 0 on a clean stop."""
+    """Run until SIGTERM/SIGINT (or a driver failure); 0 on a clean stop, 1 after a driver
+    failure, `EXIT_STORAGE_FAILURE` after a storage failure (fail-stop, no graceful hand-over)."""
     runtime.install_signal_handlers()
     await runtime.start()
     driver_task = runtime.driver._task
@@ -249,6 +251,11 @@ async def serve(runtime: NodeRuntime) -> int:
     with contextlib.suppress(BaseException):
         await stop
     failure = runtime.driver.failure
+    if runtime.driver.io.failed is not None:
+        # Fail-stop: no hand-over, no further answer; the driver logged the one-line cause.
+        await runtime.server.stop()
+        await runtime.driver.stop()
+        return EXIT_STORAGE_FAILURE
     await runtime.shutdown()
     if failure is not None:
         log.error("node stopped after a failure: %s", failure)

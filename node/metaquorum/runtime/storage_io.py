@@ -9,6 +9,9 @@ append submitted before it started.
 Invariants: `Flushed(offset)` is reported only with the offset `MetadataLog.flush()` returned
 (everything below it is durable); an append and the flush that follows it run in submit order;
 the election state write is awaited by the driver before any later effect (barrier).
+Fail-stop (issue 12): the first operation that raises marks the storage failed; no later
+operation runs (a failed fsync is never retried: after "fsyncgate" a second fsync returning 0
+proves nothing) and no `Flushed` is reported after it; the failure reaches the driver once.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
 from metaquorum.core.log import LogEntry, Snapshot
@@ -102,25 +106,49 @@ def load_latest_snapshot(storage: ReplicaStorage) -> Snapshot | None:
     return Snapshot(OffsetAndEpoch(sid.epoch, sid.offset), b"".join(chunks))
 
 
+class StorageStoppedError(Exception):
+    """A storage operation refused because an earlier one failed (the node is stopping)."""
+
+
 class StorageIO:
-    def __init__(self, storage: ReplicaStorage, on_flushed: Callable[[int], None]) -> None:
+    """The one storage thread, fail-stop: the first operation that raises marks the storage
+    failed, reports it once through `on_failure` (on the event loop), and every later operation
+    is refused without touching the disk. A failed fsync is never retried, and `on_flushed` is
+    never called after a failure, so no offset is reported durable past it."""
+
+    def __init__(
+        self,
+        storage: ReplicaStorage,
+        on_flushed: Callable[[int], None],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.storage = storage
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="metaquorum-storage")
         self._on_flushed = on_flushed
+        self._on_failure = on_failure
         self._flush_wanted = -1
         self._flush_task: asyncio.Task[None] | None = None
         self.fsyncs = 0
         self.failed: BaseException | None = None
 
     def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        return asyncio.wrap_future(self._pool.submit(self._guard, fn))
+        loop = asyncio.get_running_loop()
+        return asyncio.wrap_future(self._pool.submit(self._guard, fn, loop))
 
-    def _guard(self, fn: Callable[[], T]) -> T:
+    def post(self, fn: Callable[[], T]) -> None:
+        """`submit` without a result (appends, truncations): a failure is reported through
+        `on_failure`, never left in an unread future."""
+        self.submit(fn).add_done_callback(_retrieve)
+
+    def _guard(self, fn: Callable[[], T], loop: asyncio.AbstractEventLoop) -> T:
+        if self.failed is not None:
+            raise StorageStoppedError(f"storage stopped after: {self.failed}")
         try:
             return fn()
         except BaseException as e:  # a storage failure must stop the node, not be lost
             self.failed = e
-            log.exception("storage operation failed")
+            if self._on_failure is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._on_failure, e)
             raise
 
     async def call(self, fn: Callable[[], T]) -> T:
@@ -128,14 +156,17 @@ class StorageIO:
 
     def request_flush(self, offset: int) -> None:
         self._flush_wanted = max(self._flush_wanted, offset)
-        if self._flush_task is None or self._flush_task.done():
+        if self.failed is None and (self._flush_task is None or self._flush_task.done()):
             self._flush_task = asyncio.create_task(self._flush_loop())
 
     async def _flush_loop(self) -> None:
         done = -1
-        while self._flush_wanted > done:
+        while self._flush_wanted > done and self.failed is None:
             wanted = self._flush_wanted
-            flushed = await self.submit(self.storage.log.flush)
+            try:
+                flushed = await self.submit(self.storage.log.flush)
+            except BaseException:  # reported once by the guard; nothing is flushed past it
+                return
             self.fsyncs += 1
             done = max(wanted, flushed)
             self._on_flushed(flushed)
@@ -146,5 +177,18 @@ class StorageIO:
                 await asyncio.wait_for(self._flush_task, 5)
             except BaseException:
                 log.warning("flush did not finish at shutdown")
-        await asyncio.get_running_loop().run_in_executor(self._pool, self.storage.close)
+        flush = self.failed is None
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                self._pool, partial(self.storage.close, flush=flush)
+            )
+        except OSError as e:
+            if flush:
+                raise
+            log.warning("closing the storage after a failure: %s", e)
         self._pool.shutdown(wait=True)
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()

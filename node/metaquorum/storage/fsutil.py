@@ -11,30 +11,37 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from metaquorum.storage.io_errors import io_op
+
 
 def fsync_dir(path: Path) -> None:
     """fsync a directory so that entries created, renamed or deleted in it are durable."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with io_op("fsync", path):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
     """Replace `path` by `data` atomically: write `<path>.tmp`, fsync, rename, fsync the dir."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with io_op("write", tmp):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
+        with io_op("write", tmp):
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
         if fsync:
-            os.fsync(fd)
+            with io_op("fsync", tmp):
+                os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    with io_op("rename", path):
+        os.replace(tmp, path)
     if fsync:
         fsync_dir(path.parent)
 

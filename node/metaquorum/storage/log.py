@@ -422,7 +422,10 @@ class MetadataLog:
         self.snapshots = [latest]
         return True
 
-    def close(self) -> None:
+    def close(self, *, flush: bool = True) -> None:
+        """Close every segment, fsyncing it first unless `flush` is False (after a storage
+        failure: a second fsync could return 0 and prove nothing)."""
         for seg in self.segments:
-            seg.flush()
+            if flush:
+                seg.flush()
             seg.close()

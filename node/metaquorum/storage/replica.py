@@ -89,8 +89,8 @@ class ReplicaStorage:
             raise StorageError(f"no snapshot {snapshot_id} in {self.partition_dir}")
         return RawSnapshotReader.open(self.partition_dir, snapshot_id)
 
-    def close(self) -> None:
-        self.log.close()
+    def close(self, *, flush: bool = True) -> None:
+        self.log.close(flush=flush)
 
 
 def open_replica_storage(

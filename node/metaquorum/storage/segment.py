@@ -34,6 +34,7 @@ from metaquorum.protocol.records import (
     valid_prefix,
 )
 from metaquorum.storage.fsutil import fsync_dir
+from metaquorum.storage.io_errors import io_op
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -230,17 +231,19 @@ class LogSegment:
 
     def _sync(self, fd: int) -> None:
         if self.fsync:
-            os.fsync(fd)
+            with io_op("fsync", self.log_path if fd == self._fd else self.index_path):
+                os.fsync(fd)
 
     # --- writes ----------------------------------------------------------------------------
     def append(self, data: bytes | memoryview, infos: list[BatchInfo]) -> None:
         """Append whole, validated batches (`infos` positions relative to `data`)."""
         start = self.size
         view = memoryview(data)
-        while view:
-            n = os.pwrite(self._fd, view, self.size)
-            view = view[n:]
-            self.size += n
+        with io_op("write", self.log_path):
+            while view:
+                n = os.pwrite(self._fd, view, self.size)
+                view = view[n:]
+                self.size += n
         entries = bytearray()
         for info in infos:
             if self._bytes_since_index > self.index_interval_bytes:
@@ -252,7 +255,8 @@ class LogSegment:
             self._bytes_since_index += info.size
         if entries:
             index_size = len(self._index_offsets) * _ENTRY.size - len(entries)
-            os.pwrite(self._index_fd, bytes(entries), index_size)
+            with io_op("write", self.index_path):
+                os.pwrite(self._index_fd, bytes(entries), index_size)
         if infos:
             self.next_offset = infos[-1].last_offset + 1
         self.dirty = True
@@ -268,13 +272,15 @@ class LogSegment:
         if pos is None:
             return 0
         removed = self.size - pos
-        os.ftruncate(self._fd, pos)
+        with io_op("truncate", self.log_path):
+            os.ftruncate(self._fd, pos)
         self._sync(self._fd)
         self.size = pos
         keep = bisect.bisect_left(self._index_positions, pos)
         del self._index_offsets[keep:]
         del self._index_positions[keep:]
-        os.ftruncate(self._index_fd, keep * _ENTRY.size)
+        with io_op("truncate", self.index_path):
+            os.ftruncate(self._index_fd, keep * _ENTRY.size)
         self._bytes_since_index = self.size - (self._index_positions[-1] if keep else 0)
         last = self._last_batch_before(pos)
         self.next_offset = last.last_offset + 1 if last else self.base_offset

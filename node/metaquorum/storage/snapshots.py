@@ -26,6 +26,7 @@ from typing import NamedTuple
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.records import RecordBatch, iter_batches
 from metaquorum.storage.fsutil import fsync_dir
+from metaquorum.storage.io_errors import io_op
 
 SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".checkpoint.part"
@@ -107,22 +108,25 @@ class RawSnapshotWriter:
         if self._fd is None:
             raise ValueError(f"snapshot {self.snapshot_id} is already frozen or aborted")
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-            self.size += n
+        with io_op("write", self.temp_path):
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+                self.size += n
 
     def freeze(self) -> Path:
         """fsync, make read-only, rename to the final name, fsync the directory."""
         if self._fd is None:
             raise ValueError(f"snapshot {self.snapshot_id} is already frozen or aborted")
         if self._fsync:
-            os.fsync(self._fd)
+            with io_op("fsync", self.temp_path):
+                os.fsync(self._fd)
         os.close(self._fd)
         self._fd = None
         os.chmod(self.temp_path, 0o400)
         final = self.partition_dir / snapshot_file_name(self.snapshot_id)
-        os.replace(self.temp_path, final)
+        with io_op("rename", final):
+            os.replace(self.temp_path, final)
         if self._fsync:
             fsync_dir(self.partition_dir)
         return final
