@@ -71,7 +71,9 @@ sim: setup
 conformance: kafka-jars
 	$(call run_tier,conformance,conformance,)
 
+# libfiu (apt) for the storage-fault tests: real EIO from fsync in a running node.
 integration: setup
+	@scripts/libfiu.sh >/dev/null
 	$(call run_tier,integration,integration,)
 
 e2e: setup

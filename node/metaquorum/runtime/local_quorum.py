@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,12 +116,20 @@ class LocalQuorum:
             node = self.nodes[nid]
             format_storage(ServerConfig.load(node.config_path), cluster_id or self.cluster_id)
 
-    def start(self, nid: int, extra_env: dict[str, str] | None = None) -> LocalNode:
+    def start(
+        self,
+        nid: int,
+        extra_env: dict[str, str] | None = None,
+        wrapper: Sequence[str] = (),
+    ) -> LocalNode:
+        """Start node `nid`; `wrapper` prefixes the command (it must exec the node, keeping
+        the pid: e.g. `fiu-run -x` for storage fault injection)."""
         node = self.nodes[nid]
         env = dict(os.environ, **(extra_env or {}))
         log = node.log_path.open("ab")
         node.process = subprocess.Popen(
             [
+                *wrapper,
                 sys.executable,
                 "-m",
                 "metaquorum.cli.server_cmd",
