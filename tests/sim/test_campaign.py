@@ -27,6 +27,7 @@ CAMPAIGN = [
     ("five-chaos", 300),
     ("observers", 200),
     ("snapshots", 250),
+    ("disk-faults", 200),
     ("stable-leadership", 150),
     ("five-stable-leadership", 100),
 ]
@@ -52,6 +53,24 @@ def test_no_violations(mix: str, seeds: int) -> None:
         f"(replay: python -m metaquorum.sim --seed {failures[0][0]} --scenario {mix} --trace)"
     )
     assert elections >= seeds  # every seed elected at least one leader
+
+
+def test_disk_faults_stop_the_replica_at_the_failed_fsync() -> None:
+    """The fsync-error fault (issue 12): the replica stops at its failed flush (no `Flushed`
+    reaches its core), restarts on its data later, and every seed still ends live and safe."""
+    errors = 0
+    for seed in range(10):
+        result, trace = run_scenario("disk-faults", seed, trace=True)
+        assert result.ok, result.violations[:1]
+        errors += result.fsync_errors
+        failed = [line.split()[2] for line in trace if " fsync-error " in line]
+        assert len(failed) == result.fsync_errors
+        for line in trace:
+            if " fsync-error " in line:
+                nid = line.split()[2]
+                i = trace.index(line)
+                assert trace[i + 1].split()[1:3] == ["crash", nid]  # stopped at once
+    assert errors >= 10
 
 
 def test_same_seed_same_trace_in_a_fresh_process() -> None:

@@ -26,6 +26,7 @@ class SeedResult:
     appends_failed: int
     unavailable_ms: int
     committed_offsets: int
+    fsync_errors: int = 0
     violations: list[dict[str, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     trace_sha256: str = ""
@@ -51,6 +52,7 @@ def _result(sim: Simulation, params: SimParams, scenario: str) -> SeedResult:
         appends_failed=sim.appends_failed,
         unavailable_ms=sim.unavailable_ms,
         committed_offsets=len(sim.checker.committed),
+        fsync_errors=sim.fsync_errors,
         violations=[asdict(v) for v in sim.checker.violations],
         notes=sim.notes,
         trace_sha256=sim.hash.hexdigest(),

@@ -88,6 +88,8 @@ class Simulation:
         self.next_append_id = 0
         self.last_commit_ms = -1
         self.notes: list[str] = []
+        self.disk_failing: dict[int, int] = {}  # node -> down time after its fsync fails
+        self.fsync_errors = 0
         self._vote_request: VoteRequestData | None = None
         self.last_role: dict[int, object] = {}
 
@@ -129,6 +131,16 @@ class Simulation:
         self.incarnation[nid] += 1
         self.disks[nid].crash(self.rng, self.params.mix.torn_write)
         self.record(f"{self.now} crash {nid}\n")
+
+    def fsync_failed(self, nid: int, down_ms: int) -> None:
+        """The runtime's fail-stop (issue 12): an fsync error stops the replica before any
+        `Flushed`; what was not flushed may be gone (as in a crash). It restarts on its data
+        after `down_ms` (the disk repaired or the pod rescheduled)."""
+        self.fsync_errors += 1
+        self.record(f"{self.now} fsync-error {nid}\n")
+        self.crash(nid)
+        if self.now < self.params.fault_end_ms:
+            self.push(self.now + down_ms, FAULT, 0, ("restart", nid))
 
     def step(self, nid: int, event: Event) -> None:
         node = self.nodes[nid]
@@ -296,6 +308,9 @@ class Simulation:
             elif kind == FLUSH:
                 inc, offset = data
                 if inc != self.incarnation[nid] or self.nodes[nid] is None:
+                    continue
+                if nid in self.disk_failing:
+                    self.fsync_failed(nid, self.disk_failing.pop(nid))
                     continue
                 flushed = self.disks[nid].flush(offset)
                 self.step(nid, Flushed(flushed))

@@ -1,7 +1,8 @@
 """Fault injection and the end-of-run liveness checks of a simulation.
 
 Role: turn a `FaultMix` into timed faults (isolation, one-way cuts, minority splits, crashes
-that lose unflushed data and may tear the last write, pauses, disk wipes), heal everything at
+that lose unflushed data and may tear the last write, pauses, disk wipes, fsync errors that
+stop the replica at its next flush as the runtime's fail-stop does), heal everything at
 `fault_end_ms`, and check liveness afterwards: within `liveness_bound_ms` a leader exists,
 the HW advanced after the heal (when there is a workload), and every replica converged to the
 leader's log and HW. The `stable_leadership` mix is KIP-996's check: a voter cut off from the
@@ -59,6 +60,7 @@ def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
     sim.record(f"{now} fault {data}\n")
     if kind == "heal":
         sim.net.heal()
+        sim.disk_failing.clear()
         for nid in ids:
             sim.paused_until[nid] = min(sim.paused_until[nid], now)
             if sim.nodes[nid] is None:
@@ -123,6 +125,10 @@ def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
             sim.crash(victim)
             sim.disks[victim].wipe()
             sim.push(now + duration, FAULT, 0, ("restart", victim))
+        return
+    elif kind == "disk_fail":
+        if sim.nodes[victim] is not None:
+            sim.disk_failing[victim] = duration
         return
     elif kind == "pause":
         sim.paused_until[victim] = max(sim.paused_until[victim], now + duration)

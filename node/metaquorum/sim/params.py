@@ -23,13 +23,14 @@ class FaultMix:
     crash: int = 0
     pause: int = 0
     wipe: int = 0
+    disk_fail: int = 0  # the victim's next fsync fails: it stops (fail-stop), restarts later
     duration_min_ms: int = 500
     duration_max_ms: int = 4000
     torn_write: float = 0.5
     stable_leadership: bool = False
 
     def weights(self) -> list[tuple[str, int]]:
-        kinds = ("isolate", "one_way", "split", "crash", "pause", "wipe")
+        kinds = ("isolate", "one_way", "split", "crash", "pause", "wipe", "disk_fail")
         return [(k, getattr(self, k)) for k in kinds if getattr(self, k) > 0]
 
 
@@ -87,6 +88,11 @@ MIXES: dict[str, SimParams] = {
         flush_max_ms=10,
         snapshot_every=15,
         config=QuorumConfig(snapshot_chunk_bytes=64),
+    ),
+    "disk-faults": SimParams(
+        mix=FaultMix(disk_fail=3, crash=1, isolate=1, interval_ms=1200),
+        link=NOISY,
+        flush_max_ms=20,
     ),
     "stable-leadership": SimParams(
         mix=FaultMix(stable_leadership=True), append_interval_ms=0, fault_end_ms=14000
