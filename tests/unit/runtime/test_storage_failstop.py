@@ -145,3 +145,17 @@ def test_io_op_keeps_a_named_error_and_names_a_bare_one(tmp_path: Path) -> None:
         io_op("fsync", "/inner"),
     ):
         raise OSError(errno.EIO, "Input/output error")
+
+
+async def test_refused_follower_append_stops_instead_of_stalling(storage: ReplicaStorage) -> None:
+    """A batch the log refuses (here: not at its end offset) is a failure reported at once,
+    not a future nobody reads while the follower waits for a `Flushed` that never comes."""
+    failures: list[BaseException] = []
+    flushed: list[int] = []
+    io = StorageIO(storage, flushed.append, failures.append)
+    io.post(lambda: storage.log.append_as_follower(_batch(5)))
+    io.request_flush(6)
+    await _settle()
+    assert flushed == [] and len(failures) == 1
+    assert "5" in str(failures[0])
+    await io.close()
