@@ -1,10 +1,11 @@
 """Requests the runtime answers itself: ApiVersions and DescribeCluster (reference §1.2, §1.12).
 
 Role: what a KRaft controller's `ControllerApis` answers outside the Raft client.
-- ApiVersions: our ApiKeys with Kafka 4.3.1's version ranges; from v3 on the `kraft.version`
-  supported feature (0-1), which Kafka's add-voter path reads; an ApiVersions request of an
-  unsupported version is answered at v0 with UNSUPPORTED_VERSION and the ApiKeys list
-  (Kafka's `RequestContext.isUnsupportedApiVersionsRequest`).
+- ApiVersions: our ApiKeys with Kafka 4.3.1's version ranges; from v4 on the `kraft.version`
+  supported feature, which Kafka's add-voter path reads: 0-0 until this node implements
+  KIP-853's dynamic voters (a Kafka leader must not accept it as a kraft.version 1 voter);
+  an ApiVersions request of an unsupported version is answered at v0 with UNSUPPORTED_VERSION
+  and the ApiKeys list (Kafka's `RequestContext.isUnsupportedApiVersionsRequest`).
 - DescribeCluster: a controller answers EndpointType 2 (CONTROLLER) with the voters' endpoints
   and the Raft leader as ControllerId (-1 when unknown); a broker-endpoint request gets
   MISMATCHED_ENDPOINT_TYPE (v1+) or INVALID_REQUEST (v0); an unknown type
@@ -27,7 +28,7 @@ from metaquorum.runtime.config import Endpoint
 
 AVR = ApiVersionsResponseData
 
-KRAFT_VERSION_FEATURE = ("kraft.version", 0, 1)
+KRAFT_VERSION_FEATURE = ("kraft.version", 0, 0)  # 0-1 once KIP-853 lands (issue 14)
 ENDPOINT_BROKER = 1
 ENDPOINT_CONTROLLER = 2
 
