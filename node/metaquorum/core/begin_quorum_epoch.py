@@ -17,6 +17,7 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    response_failed,
     to_error,
     validate_voter_only_request,
 )
@@ -90,10 +91,13 @@ def handle_begin_quorum_epoch_response(node: RaftNode, event: ResponseReceived) 
     response = event.message
     assert isinstance(response, BeginQuorumEpochResponseData)
     if response.error_code != 0 or len(response.topics) != 1:
+        response_failed(node, event.source)
         return
     for p in response.topics[0].partitions[:1]:
         error = to_error(p.error_code)
-        maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch)
+        handled = maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch)
+        if not handled and error != Errors.NONE:
+            response_failed(node, event.source)
 
 
 def poll_leader(node: RaftNode) -> int:

@@ -18,6 +18,7 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    response_failed,
     to_error,
     validate_voter_only_request,
 )
@@ -116,10 +117,14 @@ def handle_end_quorum_epoch_response(node: RaftNode, event: ResponseReceived) ->
     response = event.message
     assert isinstance(response, EndQuorumEpochResponseData)
     if response.error_code != 0 or len(response.topics) != 1:
+        response_failed(node, event.source)
         return
     for p in response.topics[0].partitions[:1]:
         error = to_error(p.error_code)
         if maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch):
+            return
+        if error != Errors.NONE:
+            response_failed(node, event.source)
             return
         st = node.state
         if error == Errors.NONE and isinstance(st, ResignedState):

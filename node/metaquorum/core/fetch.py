@@ -31,6 +31,7 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    response_failed,
     to_error,
     validate_leader_only_request,
 )
@@ -126,9 +127,11 @@ def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
     response = event.message
     assert isinstance(response, FetchResponseData)
     if response.error_code != 0 or len(response.responses) != 1:
+        response_failed(node, event.source)
         return
     partitions = response.responses[0].partitions
     if len(partitions) != 1:
+        response_failed(node, event.source)
         return
     p = partitions[0]
     error = to_error(p.error_code)

@@ -25,6 +25,7 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    response_failed,
     to_error,
     validate_leader_only_request,
 )
@@ -131,10 +132,11 @@ def handle_fetch_snapshot_response(node: RaftNode, event: ResponseReceived) -> N
     response = event.message
     assert isinstance(response, FetchSnapshotResponseData)
     if response.error_code != 0 or len(response.topics) != 1:
-        node.requests.back_off(event.source, node.now_ms)
+        response_failed(node, event.source)
         return
     partitions = response.topics[0].partitions
     if len(partitions) != 1:
+        response_failed(node, event.source)
         return
     p = partitions[0]
     error = to_error(p.error_code)

@@ -157,12 +157,17 @@ class RaftNode:
 
     # --- the step ----------------------------------------------------------------------------
     def start(self, now_ms: int) -> Step:
-        """The first step after (re)start: persist the initial state if it changed, poll."""
+        """The first step after (re)start: persist the initial state if it changed, poll.
+        The only voter of a quorum elects itself at once (Kafka's `KafkaRaftClient.initialize`:
+        Prospective -> Candidate -> Leader in this step, no election timeout)."""
         self.effects = []
         self.now_ms = now_ms
         self._persist_if_changed()
         if isinstance(self.state, FollowerState):
             self._note_leader()
+        only_voter = self.voters.voter_ids == frozenset({self.local_id})
+        if only_voter and isinstance(self.state, UnattachedState | FollowerState | ResignedState):
+            self.transition_to_prospective()
         return self._finish(now_ms)
 
     def handle(self, event: Event, now_ms: int) -> Step:
@@ -242,9 +247,26 @@ class RaftNode:
         self.progress = None
 
     def transition_to_unattached(self, epoch: int, leader_id: int | None = None) -> None:
-        deadline = self.now_ms + self.random_election_timeout_ms()
+        """Kafka 4.3 `QuorumState.transitionToUnattached`: the remaining election timer is kept
+        when coming from Unattached, Candidate, Prospective (pre-vote not rejected) or Resigned
+        (a newer epoch must not postpone an election already due); a vote cast in this epoch
+        is kept (Prospective -> Unattached in the same epoch)."""
+        st = self.state
+        keeps_timer = isinstance(st, UnattachedState | CandidateState | ResignedState) or (
+            isinstance(st, ProspectiveState) and not st.tally.is_rejected
+        )
+        if keeps_timer:
+            assert not isinstance(st, LeaderState | FollowerState)
+            deadline = max(st.election_deadline_ms, self.now_ms)
+        else:
+            deadline = self.now_ms + self.random_election_timeout_ms()
+        voted = st.election(self.local_id).voted_key if epoch == st.epoch else None
         hw = self.high_watermark
-        self.transition_to(UnattachedState(epoch, deadline, leader_id=leader_id, high_watermark=hw))
+        self.transition_to(
+            UnattachedState(
+                epoch, deadline, voted_key=voted, leader_id=leader_id, high_watermark=hw
+            )
+        )
 
     def transition_to_follower(self, epoch: int, leader_id: int) -> None:
         voted = None

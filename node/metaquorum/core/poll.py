@@ -4,7 +4,7 @@ Role: pick the state a replica restarts in from its persisted `ElectionState` an
 on every step let the current state act on its deadlines (election, fetch, check-quorum,
 backoff, linger) and send what is due; return the next deadline.
 Invariants: a replica restarting as the recorded leader comes back Resigned (it must not lead
-without a new election); one that had voted for itself keeps that vote (Prospective); an epoch
+without a new election); one that had voted for itself resumes as Candidate of that epoch; an epoch
 older than the log's last epoch is never resumed; observers never campaign; a replica shutting
 down never starts an election (a leader resigns and stays Resigned), as Kafka's GracefulShutdown.
 """
@@ -43,8 +43,9 @@ def initial_state(node: RaftNode, election: ElectionState, now_ms: int) -> Epoch
         return ResignedState(election.epoch, deadline, frozenset(others), ())
     voted = election.voted_key
     if voted is not None and voted.id == node.local_id and node.is_voter:
+        # Kafka 4.3: it voted for itself, so it was a Candidate of that epoch and resumes as one.
         tally = VoteTally.start(node.voters.voter_ids, node.local_id)
-        return ProspectiveState(election.epoch, deadline, tally, voted_key=voted)
+        return CandidateState(election.epoch, deadline, tally)
     if election.leader_id >= 0:
         fetch_deadline = now_ms + node.config.fetch_timeout_ms
         return FollowerState(election.epoch, election.leader_id, fetch_deadline, voted)

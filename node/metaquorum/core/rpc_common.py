@@ -47,14 +47,27 @@ def validate_leader_only_request(node: RaftNode, request_epoch: int) -> Errors:
 
 
 def maybe_handle_common_response(node: RaftNode, error: Errors, leader_id: int, epoch: int) -> bool:
-    """Kafka's `maybeHandleCommonResponse`; True when the response needs no further handling."""
+    """Kafka's `maybeHandleCommonResponse`; True when the response needs no further handling.
+
+    A response of the current epoch that names a leader this replica did not know moves it to
+    Follower and, without an error, is then processed by the caller (an observer discovers
+    the leader and appends in the same Fetch: no extra round trip)."""
     if epoch < node.epoch or error == Errors.UNKNOWN_LEADER_EPOCH:
         return True
-    has_leader = node.state.election(node.local_id).leader_id >= 0
-    if epoch > node.epoch or (leader_id >= 0 and not has_leader):
+    if epoch > node.epoch or error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
         node.maybe_transition(leader_id, epoch)
         return True
-    return error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER)
+    if leader_id >= 0 and node.state.election(node.local_id).leader_id < 0:
+        node.maybe_transition(leader_id, epoch)
+        return error != Errors.NONE
+    return False
+
+
+def response_failed(node: RaftNode, destination: int) -> None:
+    """Kafka's `handleTopLevelError` / `handleUnexpectedError` return false: the request manager
+    counts the request as failed, so the next one goes out only after
+    `controller.quorum.retry.backoff.ms` (a misconfigured peer is not re-sent to on every reply)."""
+    node.requests.back_off(destination, node.now_ms)
 
 
 def to_error(code: int) -> Errors:

@@ -127,7 +127,9 @@ class LeaderState:
     role: Role = field(default=Role.LEADER, init=False)
 
     def election(self, local_id: int) -> ElectionState:
-        return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
+        # Kafka 4.3 `LeaderState.election()`: `withElectedLeader(epoch, id, Optional.empty())`,
+        # so quorum-state holds votedId -1 (a leader of the epoch never grants a vote anyway).
+        return ElectionState(self.epoch, local_id, None)
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
         return False  # Kafka 4.3 `LeaderState.canGrantVote`: never, not even a pre-vote
@@ -168,7 +170,7 @@ class ResignedState:
     role: Role = field(default=Role.RESIGNED, init=False)
 
     def election(self, local_id: int) -> ElectionState:
-        return ElectionState(self.epoch, local_id, ReplicaKey(local_id))
+        return ElectionState(self.epoch, local_id, None)  # votedId -1, as Kafka writes it
 
     def can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
         # Kafka 4.3 `ResignedState.canGrantVote`: a pre-vote for an up-to-date log, so the

@@ -12,6 +12,7 @@ Legal transitions (QuorumState javadoc, with the epoch rule of each; e = old epo
 | Unattached  | Prospective | e' = e (voters only)                 | election timeout |
 | Unattached  | Follower    | e' >= e                              | leader discovered |
 | Prospective | Unattached  | e' >= e                              | higher epoch; pre-vote lost |
+| Prospective | Prospective | e' = e and a vote is cast            | granting a vote |
 | Prospective | Candidate   | e' = e + 1                           | pre-vote majority |
 | Prospective | Follower    | e' >= e                              | leader known or discovered |
 | Candidate   | Unattached  | e' > e                               | higher epoch |
@@ -26,6 +27,7 @@ Legal transitions (QuorumState javadoc, with the epoch rule of each; e = old epo
 | Follower    | Follower    | e' > e                               | leader of a higher epoch |
 | Resigned    | Unattached  | e' > e                               | higher epoch; on timeout |
 | Resigned    | Follower    | e' > e                               | leader of a higher epoch |
+| Resigned    | Prospective | e' = e                               | one voter starting |
 
 Candidate -> Follower at the same epoch is not in Kafka's javadoc table but its
 `transitionToFollower` allows it (another candidate won the epoch with other votes).
@@ -39,6 +41,7 @@ from __future__ import annotations
 from metaquorum.core.states import (
     ElectionState,
     EpochState,
+    ProspectiveState,
     Role,
     UnattachedState,
 )
@@ -58,6 +61,7 @@ LEGAL: dict[tuple[Role, Role], str] = {
     (U, P): "eq",
     (U, F): "ge",
     (P, U): "ge",
+    (P, P): "eq",
     (P, C): "eq+1",
     (P, F): "ge",
     (C, U): "gt",
@@ -71,6 +75,7 @@ LEGAL: dict[tuple[Role, Role], str] = {
     (F, P): "eq",
     (F, F): "gt",
     (R, U): "gt",
+    (R, P): "eq",
     (R, F): "gt",
 }
 
@@ -102,14 +107,24 @@ def check_transition(old: EpochState, new: EpochState, *, local_id: int, is_vote
         raise IllegalTransition(
             f"{old.role.value}({old.epoch}) -> {new.role.value}({new.epoch}) breaks rule {rule}"
         )
-    if old.role is U and new.role is U and new.epoch == old.epoch:
-        assert isinstance(old, UnattachedState) and isinstance(new, UnattachedState)
+    if old.role is new.role and old.role in (U, P) and new.epoch == old.epoch:
+        assert isinstance(old, UnattachedState | ProspectiveState)
+        assert isinstance(new, UnattachedState | ProspectiveState)
         if old.voted_key is not None or new.voted_key is None:
-            raise IllegalTransition("Unattached -> Unattached in the same epoch must cast a vote")
+            raise IllegalTransition(
+                f"{old.role.value} -> {new.role.value} in the same epoch must cast a vote"
+            )
     if new.epoch == old.epoch:
         old_election = old.election(local_id)
         new_election = new.election(local_id)
-        if old_election.voted_key is not None and old_election.voted_key != new_election.voted_key:
+        # A leader (or resigned leader) of the epoch stores votedId -1 as Kafka does: its own
+        # vote is implied by leading and it never grants another.
+        elected_self = new_election.leader_id == local_id and new_election.voted_key is None
+        if (
+            old_election.voted_key is not None
+            and old_election.voted_key != new_election.voted_key
+            and not (elected_self and old_election.voted_key.id == local_id)
+        ):
             raise IllegalTransition(
                 f"epoch {old.epoch}: the vote for {old_election.voted_key} would be lost by "
                 f"{new.role.value}"

@@ -32,10 +32,12 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    response_failed,
     to_error,
     validate_voter_only_request,
 )
 from metaquorum.core.states import CandidateState, ProspectiveState, UnattachedState
+from metaquorum.core.vote_tally import VoteTally
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
 
@@ -122,17 +124,24 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
         if isinstance(st, ProspectiveState) and candidate.id in st.tally.rejected:
             # It rejected our pre-vote while it still followed; it campaigns now: ask again.
             node.state = st = replace(st, tally=st.tally.forget(candidate.id))
-    if (
-        granted
-        and not pre_vote
-        and isinstance(st, UnattachedState | ProspectiveState)
-        and st.voted_key is None
-    ):
-        # Durable before the reply: the transition emits PersistElectionState first.
+    if granted and not pre_vote and isinstance(st, UnattachedState) and st.voted_key is None:
+        # Kafka's `unattachedAddVotedState`; durable before the reply (PersistElectionState).
         node.transition_to(
-            UnattachedState(
-                st.epoch,
-                node.now_ms + node.random_election_timeout_ms(),
+            replace(
+                st,
+                election_deadline_ms=node.now_ms + node.random_election_timeout_ms(),
+                voted_key=candidate,
+                high_watermark=node.high_watermark,
+            )
+        )
+    elif granted and not pre_vote and isinstance(st, ProspectiveState) and st.voted_key is None:
+        # Kafka's `prospectiveAddVotedState`: it stays Prospective (a fresh pre-vote round and
+        # election timer), now with its vote recorded.
+        node.transition_to(
+            replace(
+                st,
+                election_deadline_ms=node.now_ms + node.random_election_timeout_ms(),
+                tally=VoteTally.start(node.voters.voter_ids, node.local_id),
                 voted_key=candidate,
                 high_watermark=node.high_watermark,
             )
@@ -143,16 +152,24 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
 def handle_vote_response(node: RaftNode, event: ResponseReceived) -> None:
     response = event.message
     assert isinstance(response, VoteResponseData)
-    if response.error_code != 0 or len(response.topics) != 1:
+    top = to_error(response.error_code)
+    if top == Errors.UNSUPPORTED_VERSION and isinstance(node.state, ProspectiveState):
+        # Kafka 4.3: a voter that does not know PreVote; go on to a real election at once.
+        node.transition_to_candidate()
+        return
+    if top != Errors.NONE or len(response.topics) != 1:
+        response_failed(node, event.source)
         return
     partitions = response.topics[0].partitions
     if len(partitions) != 1:
+        response_failed(node, event.source)
         return
     p = partitions[0]
     error = to_error(p.error_code)
     if maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch):
         return
     if error != Errors.NONE:
+        response_failed(node, event.source)
         return
     st = node.state
     if isinstance(st, ProspectiveState | CandidateState):
@@ -198,18 +215,13 @@ def poll_prospective(node: RaftNode, st: ProspectiveState, now_ms: int) -> int:
         return node.poll(now_ms)
     timed_out = now_ms >= st.election_deadline_ms and not node.shutting_down
     if st.tally.is_rejected or timed_out:
-        # KIP-996: the pre-vote was lost; go back to the leader if there was one.
+        # KIP-996: the pre-vote was lost; go back to the leader if there was one. Kafka's
+        # `prospectiveTransitionAfterElectionLoss`: Unattached keeps the remaining timer
+        # unless the pre-vote was rejected.
         if st.leader_id is not None:
             node.transition_to_follower(st.epoch, st.leader_id)
         else:
-            node.transition_to(
-                UnattachedState(
-                    st.epoch,
-                    now_ms + node.random_election_timeout_ms(),
-                    voted_key=st.voted_key,
-                    high_watermark=st.high_watermark,
-                )
-            )
+            node.transition_to_unattached(st.epoch)
         return node.poll(now_ms)
     sent = _send_vote_requests(node, st.tally.unrecorded(), True, now_ms)
     return sent if node.shutting_down else min(sent, st.election_deadline_ms)

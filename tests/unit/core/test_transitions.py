@@ -8,6 +8,7 @@ import pytest
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.states import (
     CandidateState,
+    ElectionState,
     EpochState,
     FollowerState,
     LeaderState,
@@ -46,6 +47,7 @@ EXPECTED = {
     ("Prospective", "Unattached"): {0, +1},
     ("Prospective", "Candidate"): {+1},
     ("Prospective", "Follower"): {0, +1},
+    ("Prospective", "Prospective"): set(),  # same epoch only by casting a vote (test below)
     ("Candidate", "Unattached"): {+1},
     ("Candidate", "Prospective"): {0},
     ("Candidate", "Leader"): {0},
@@ -58,6 +60,7 @@ EXPECTED = {
     ("Follower", "Follower"): {+1},
     ("Resigned", "Unattached"): {+1},
     ("Resigned", "Follower"): {+1},
+    ("Resigned", "Prospective"): {0},  # Kafka's transitionToProspective (a one-voter start)
 }
 
 
@@ -112,6 +115,32 @@ def test_unattached_same_epoch_only_by_casting_a_vote() -> None:
         )
     with pytest.raises(IllegalTransition):
         check_transition(voted, a, local_id=LOCAL, is_voter=True)
+
+
+def test_prospective_same_epoch_only_by_casting_a_vote() -> None:
+    """Kafka 4.3 `prospectiveAddVotedState`: a Prospective that grants a vote stays one."""
+    tally = VoteTally.start(VOTERS, LOCAL)
+    p = ProspectiveState(5, 0, tally)
+    voted = ProspectiveState(5, 10, tally, voted_key=ReplicaKey(2))
+    check_transition(p, voted, local_id=LOCAL, is_voter=True)
+    assert is_durable(p, voted, LOCAL)
+    with pytest.raises(IllegalTransition, match="cast a vote"):
+        check_transition(p, ProspectiveState(5, 10, tally), local_id=LOCAL, is_voter=True)
+    with pytest.raises(IllegalTransition):
+        check_transition(voted, p, local_id=LOCAL, is_voter=True)
+
+
+def test_leader_and_resigned_store_voted_id_minus_one() -> None:
+    """Kafka writes quorum-state of a leader (and a resigned leader) with votedId -1; the
+    candidate's vote for itself gives way to the leadership, no other vote ever does."""
+    c = CandidateState(5, 0, VoteTally.start(VOTERS, LOCAL))
+    lead = LeaderState(5, 0, frozenset(), 0, 0)
+    assert lead.election(LOCAL) == ElectionState(5, LOCAL, None)
+    assert ResignedState(5, 0, frozenset(), ()).election(LOCAL) == ElectionState(5, LOCAL, None)
+    check_transition(c, lead, local_id=LOCAL, is_voter=True)
+    voted_other = UnattachedState(5, 0, voted_key=ReplicaKey(2))
+    with pytest.raises(IllegalTransition):
+        check_transition(voted_other, lead, local_id=LOCAL, is_voter=True)
 
 
 def test_a_vote_is_never_lost_within_its_epoch() -> None:
