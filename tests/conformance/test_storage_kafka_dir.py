@@ -14,10 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from metaquorum.core.states import LeaderState, ResignedState
 from metaquorum.protocol.control_records import leader_change_batch
 from metaquorum.protocol.messages import KRaftVersionRecord, LeaderChangeMessage
 from metaquorum.protocol.records import iter_valid_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
+from metaquorum.runtime.storage_io import election_to_file
 from metaquorum.storage.dump import dump_file
 from metaquorum.storage.epoch_cache import parse_checkpoint
 from metaquorum.storage.formatter import ServerConfig, format_storage
@@ -115,6 +117,20 @@ def test_kafka_boots_from_our_format_and_quorum_state(kafka_classpath: str, tmp_
         assert first.is_control and first.partition_leader_epoch == state.leader_epoch
     finally:
         log.close()
+
+
+def test_leader_quorum_state_as_kafka_writes_it(kafka_dir: Path) -> None:
+    """Kafka 4.3.1's leader (and resigned leader) writes quorum-state with votedId -1
+    (`withElectedLeader(epoch, id, Optional.empty())`); our leader's election state encodes to
+    the very same file (issue 12: ours wrote votedId = its own id)."""
+    partition = kafka_dir / "__cluster_metadata-0"
+    theirs = (partition / "quorum-state").read_text(encoding="utf-8")
+    state = read_quorum_state(partition)
+    assert state is not None and state.leader_id == 1 and state.voted_id == -1, theirs
+    leader = LeaderState(state.leader_epoch, 0, frozenset({1}), 0, 0)
+    assert election_to_file(leader.election(1)).to_json() == theirs
+    resigned = ResignedState(state.leader_epoch, 0, frozenset(), ())
+    assert election_to_file(resigned.election(1)).to_json() == theirs
 
 
 def test_our_reader_reads_kafka_dir(kafka_dir: Path, tmp_path: Path) -> None:
