@@ -11,13 +11,17 @@ Run by `tests/scenarios/test_scenarios.py`; regenerate the expected parts with
 `python -m tests.scenarios.runner --rewrite` (or METAQUORUM_REWRITE=1 pytest ...), then read
 the diff: the transcripts are reviewed against Kafka's rules, not trusted blindly.
 Commands: node, timeout, advance, vote, vote-response, fetch, fetch-response, begin-epoch,
-end-epoch, flush, append, describe, snapshot, fetch-snapshot.
+end-epoch, flush, append, describe, snapshot, fetch-snapshot. `top-error=NAME` on a response
+sets its top-level error; `vote ... directory=UUID` and `node ... voted-dir=UUID` carry
+KIP-853 directory ids; `fetch-response ... snapshot=EPOCH:OFFSET` sends a SnapshotId.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from metaquorum.core.effects import (
     AppendCommitted,
@@ -60,6 +64,7 @@ from metaquorum.protocol.messages import (
     VoteRequestData,
     VoteResponseData,
 )
+from metaquorum.protocol.types import Uuid
 
 from tests.unit.core.context import (
     RaftTestContext,
@@ -160,14 +165,17 @@ def render_message(msg: object) -> str:
         p = msg.topics[0].partitions[0]
         if p.error_code:
             return f"DescribeQuorumResponse error={_error(p.error_code)}"
-        voters = " ".join(
-            f"{v.replica_id}:leo={v.log_end_offset},fetch={v.last_fetch_timestamp},"
-            f"caught-up={v.last_caught_up_timestamp}"
-            for v in p.current_voters
-        )
+        def replicas(states: list[DescribeQuorumResponseData.ReplicaState]) -> str:
+            return " ".join(
+                f"{v.replica_id}:leo={v.log_end_offset},fetch={v.last_fetch_timestamp},"
+                f"caught-up={v.last_caught_up_timestamp}"
+                for v in states
+            )
+
+        observers = f" observers=[{replicas(p.observers)}]" if p.observers else ""
         return (
             f"DescribeQuorumResponse leader={p.leader_id} epoch={p.leader_epoch} "
-            f"hw={p.high_watermark} voters=[{voters}]"
+            f"hw={p.high_watermark} voters=[{replicas(p.current_voters)}]{observers}"
         )
     return type(msg).__name__
 
@@ -239,7 +247,11 @@ class Script:
         if name == "node":
             election = None
             if "epoch" in args:
-                voted = ReplicaKey(int(args["voted"])) if "voted" in args else None
+                voted = (
+                    ReplicaKey(int(args["voted"]), args.get("voted-dir"))
+                    if "voted" in args
+                    else None
+                )
                 election = ElectionState(int(args["epoch"]), int(args.get("leader", -1)), voted)
             self.ctx = RaftTestContext(
                 int(args["id"]),
@@ -279,10 +291,15 @@ class Script:
                 pre_vote="prevote" in a,
                 cluster_id=a.get("cluster", "test-cluster-id-000000"),
             )
+            if "directory" in a:
+                assert isinstance(msg, VoteRequestData)
+                directory = Uuid.from_string(a["directory"])
+                vp = replace(msg.topics[0].partitions[0], replica_directory_id=directory)
+                msg = replace(msg, topics=[replace(msg.topics[0], partitions=[vp])])
             return ctx.handle(RequestReceived(src, self.cid, msg))
         if name == "vote-response":
             msg = vote_response(int(a["epoch"]), "granted" in a, int(a.get("leader", -1)))
-            return ctx.respond(src, msg)
+            return ctx.respond(src, _top_error(msg, a))
         if name == "fetch":
             msg = fetch_request(
                 src,
@@ -307,10 +324,17 @@ class Script:
                 error=error,
                 diverging=div,
             )
+            if "snapshot" in a:
+                e, _, o = a["snapshot"].partition(":")
+                fp = replace(
+                    msg.responses[0].partitions[0],
+                    snapshot_id=FetchResponseData.SnapshotId(end_offset=int(o), epoch=int(e)),
+                )
+                msg = replace(msg, responses=[replace(msg.responses[0], partitions=[fp])])
             recs = entries(
                 int(a.get("start", ctx.node.log.end_offset)), _ints(a.get("records", ""))
             )
-            return ctx.respond(src, msg, recs)
+            return ctx.respond(src, _top_error(msg, a), recs)
         if name == "begin-epoch":
             return ctx.handle(RequestReceived(src, self.cid, begin_epoch(src, int(a["epoch"]))))
         if name == "end-epoch":
@@ -346,6 +370,13 @@ class Script:
             )
             return ctx.handle(RequestReceived(src, self.cid, req))
         raise ValueError(f"unknown command {name!r}")
+
+
+def _top_error(msg: Any, a: dict[str, str]) -> Any:
+    """The response with a top-level error code (`top-error=NAME`), else unchanged."""
+    if "top-error" not in a:
+        return msg
+    return replace(msg, error_code=int(Errors[a["top-error"]]))
 
 
 def parse(text: str) -> list[tuple[list[str], str, str]]:

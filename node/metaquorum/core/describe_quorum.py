@@ -1,7 +1,8 @@
 """DescribeQuorum RPC (KIP-595 §DescribeQuorum, KIP-836 timestamps, v2 per KIP-853).
 
 Role: the leader reports its epoch, HW and, per voter and observer, the log end offset and
-the last fetch / last caught-up timestamps (the leader reports itself at `now`).
+the last fetch / last caught-up timestamps (the leader reports itself at `now`, with its
+flushed end offset); observers silent for Kafka's observer session timeout (5 min) are dropped.
 Invariants: only the leader answers with data; any other replica answers top-level NONE with
 a partition-level NOT_LEADER_OR_FOLLOWER (Kafka's `singletonErrorResponse`); a request for any
 other partition gets UNKNOWN_TOPIC_OR_PARTITION.
@@ -37,9 +38,10 @@ def _error_response(error: Errors, message: str | None) -> DescribeQuorumRespons
 
 def _replica_state(node: RaftNode, r: ReplicaProgress) -> DescribeQuorumResponseData.ReplicaState:
     if r.replica_id == node.local_id:
+        # Kafka reports the leader's own end offset as recorded on flush (its durable LEO).
         return DescribeQuorumResponseData.ReplicaState(
             replica_id=r.replica_id,
-            log_end_offset=node.log.end_offset,
+            log_end_offset=-1 if r.end_offset is None else r.end_offset,
             last_fetch_timestamp=node.now_ms,
             last_caught_up_timestamp=node.now_ms,
         )
@@ -64,8 +66,8 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
             _replica_state(node, node.progress.voters[v]) for v in sorted(node.progress.voters)
         ],
         observers=[
-            _replica_state(node, node.progress.observers[o])
-            for o in sorted(node.progress.observers)
+            _replica_state(node, r)
+            for _, r in sorted(node.progress.active_observers(node.now_ms).items())
         ],
     )
     return DescribeQuorumResponseData(

@@ -9,6 +9,7 @@ older epoch is fenced.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
@@ -102,14 +103,9 @@ def handle_end_quorum_epoch_request(node: RaftNode, event: RequestReceived) -> N
         backoff = strict_exponential_election_backoff_ms(
             position, len(candidates), node.config.election_backoff_max_ms
         )
-        node.state = FollowerState(
-            st.epoch,
-            st.leader_id,
-            node.now_ms + backoff,
-            st.voted_key,
-            st.has_fetched,
-            st.high_watermark,
-        )
+        # Only the fetch timer changes (Kafka's `overrideFetchTimeout`); a snapshot download
+        # in progress goes on.
+        node.state = replace(st, fetch_deadline_ms=node.now_ms + backoff)
     respond(build_end_quorum_epoch_response(node, Errors.NONE))
 
 

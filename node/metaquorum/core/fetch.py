@@ -9,7 +9,8 @@ truncates on DivergingEpoch, appends, flushes, and only then fetches again; on a
 it switches to FetchSnapshot (`fetch_snapshot.py`) until the snapshot is loaded.
 Invariants:
 - a voter's fetch offset is only counted after the offset/epoch validated against the
-  leader's log (log matching), and the follower only sends offsets it has flushed;
+  leader's log (log matching), and the follower only sends offsets it has flushed; only such a
+  validated fetch (or a FetchSnapshot) counts for check-quorum;
 - a follower never truncates below its HW (Kafka raises), and it applies the leader's HW only
   after truncating/appending, capped at its own LEO (KAFKA-14704);
 - a parked fetch returns on new data, on HW movement past the follower's HW, or at MaxWaitMs.
@@ -231,8 +232,6 @@ def try_complete_fetch_request(
     error = validate_leader_only_request(node, p.current_leader_epoch)
     if error != Errors.NONE:
         return build_fetch_response(node, error), (), False
-    if replica_id in node.voters:
-        node.note_voter_fetch(replica_id)
     valid = node.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
     if valid.kind is ValidationKind.SNAPSHOT:
         return build_fetch_response(node, Errors.NONE, snapshot=valid.offset_and_epoch), (), True
@@ -240,10 +239,15 @@ def try_complete_fetch_request(
         return build_fetch_response(node, Errors.NONE, valid.offset_and_epoch), (), True
     assert node.progress is not None
     entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
-    if replica_id >= 0 and node.progress.update_replica(
-        replica_id, p.fetch_offset, node.log.end_offset, node.now_ms
-    ):
-        node.hw_moved = True
+    if replica_id >= 0:
+        # Kafka's `updateReplicaState`: only a validated fetch counts, for the HW and for
+        # check-quorum; caught-up is measured against the leader's *flushed* end offset.
+        if node.progress.update_replica(
+            replica_id, p.fetch_offset, node.log.flushed_offset, node.now_ms
+        ):
+            node.hw_moved = True
+        if replica_id in node.voters:
+            node.note_voter_fetch(replica_id)
     return build_fetch_response(node, Errors.NONE), entries, False
 
 

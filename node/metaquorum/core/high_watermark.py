@@ -3,6 +3,7 @@
 Role: track, per replica, the offset it has acknowledged (a voter's Fetch offset, which it
 only sends after flushing everything below it; the leader's own *flushed* end offset), its
 last fetch and caught-up times (DescribeQuorum, KIP-836), and compute the high watermark.
+Observers that have not fetched for `OBSERVER_SESSION_TIMEOUT_MS` are forgotten.
 
 Invariants (checked by tests against a naive oracle):
 - HW = the largest offset acknowledged by a majority of voters (`compute_high_watermark`);
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+OBSERVER_SESSION_TIMEOUT_MS = 300_000  # Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS
 
 
 def compute_high_watermark(
@@ -75,16 +78,32 @@ class LeaderProgress:
     def update_replica(
         self, replica_id: int, fetch_offset: int, leader_end_offset: int, now_ms: int
     ) -> bool:
-        """A Fetch at `fetch_offset` (everything below it durable there); True if HW advanced."""
+        """A validated Fetch at `fetch_offset` (everything below it durable there), the leader's
+        flushed end offset being `leader_end_offset`; True if the HW advanced."""
         state = self._replica(replica_id)
-        if fetch_offset >= state.last_fetch_leader_end_offset >= 0:
-            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        # Kafka's `ReplicaState.updateFollowerState` (leader end offset = its flushed one).
         if fetch_offset >= leader_end_offset:
-            state.last_caught_up_ms = now_ms
+            state.last_caught_up_ms = max(state.last_caught_up_ms, now_ms)
+        elif state.last_fetch_leader_end_offset > 0 and (
+            fetch_offset >= state.last_fetch_leader_end_offset
+        ):
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
         state.end_offset = fetch_offset
-        state.last_fetch_ms = now_ms
+        state.last_fetch_ms = max(state.last_fetch_ms, now_ms)
         state.last_fetch_leader_end_offset = leader_end_offset
         return replica_id in self.voters and self._maybe_advance()
+
+    def active_observers(self, now_ms: int) -> dict[int, ReplicaProgress]:
+        """Kafka's `observerStates(now)`: observers that fetched within the observer session
+        timeout; the others are forgotten (`clearInactiveObservers`)."""
+        stale = [
+            o
+            for o, s in self.observers.items()
+            if now_ms - s.last_fetch_ms >= OBSERVER_SESSION_TIMEOUT_MS
+        ]
+        for o in stale:
+            del self.observers[o]
+        return self.observers
 
     def _maybe_advance(self) -> bool:
         offsets = {v: s.end_offset for v, s in self.voters.items()}

@@ -38,11 +38,9 @@ class ReplicaKey:
     directory_id: str | None = None
 
     def matches(self, other: ReplicaKey) -> bool:
-        """Kafka's voted-key match: same id, and directory ids agree when both are known."""
+        """Kafka 4.3's voted-key match, `self` being the stored vote: same id, and the same
+        directory id unless the vote was stored without one (kraft.version 0). A candidate
+        without a directory id does not match a vote stored with one."""
         if self.id != other.id:
             return False
-        return (
-            self.directory_id is None
-            or other.directory_id is None
-            or (self.directory_id == other.directory_id)
-        )
+        return self.directory_id is None or self.directory_id == other.directory_id

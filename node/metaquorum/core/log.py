@@ -146,7 +146,13 @@ class RaftLog:
         snap = self.snapshot
         if snap is not None:
             sid = snap.snapshot_id
-            if offset < sid.offset or (offset == sid.offset and epoch != sid.epoch):
+            # Kafka 4.3 `RaftLog.validateOffsetAndEpoch`: also when the fetcher's last epoch is
+            # older than the snapshot's (its log cannot be matched against ours any more).
+            if (
+                offset < sid.offset
+                or (offset == sid.offset and epoch != sid.epoch)
+                or epoch < sid.epoch
+            ):
                 return ValidOffsetAndEpoch(ValidationKind.SNAPSHOT, sid)
         if offset == self.start_offset and offset == 0:
             return ValidOffsetAndEpoch(ValidationKind.VALID, OffsetAndEpoch(epoch, offset))

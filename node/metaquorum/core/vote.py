@@ -40,6 +40,7 @@ from metaquorum.core.states import CandidateState, ProspectiveState, UnattachedS
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
+from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -114,7 +115,8 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
     if request.voter_id >= 0 and request.voter_id != node.local_id:
         _respond(node, event, build_vote_response(node, Errors.INVALID_VOTER_KEY, False))
         return
-    candidate = ReplicaKey(p.replica_id)
+    directory = p.replica_directory_id
+    candidate = ReplicaKey(p.replica_id, None if directory == Uuid.ZERO else str(directory))
     theirs = OffsetAndEpoch(p.last_offset_epoch, p.last_offset)
     ours = node.log.end_offset_and_epoch()
     granted = node.state.can_grant_vote(candidate, theirs >= ours, pre_vote)

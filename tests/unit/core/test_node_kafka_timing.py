@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import SendRequest
-from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
+from metaquorum.core.log import LogEntry, RaftLog, ValidationKind
 from metaquorum.core.states import (
     CandidateState,
     ElectionState,
@@ -19,14 +20,19 @@ from metaquorum.core.states import (
 )
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (
+    DescribeQuorumRequestData,
     FetchRequestData,
+    FetchResponseData,
     VoteRequestData,
     VoteResponseData,
 )
+from metaquorum.protocol.types import Uuid
 
 from tests.unit.core.context import (
     RaftTestContext,
+    end_epoch,
     entries,
+    fetch_request,
     fetch_response,
     vote_request,
     vote_response,
@@ -180,3 +186,99 @@ def test_fetch_response_naming_the_leader_is_appended_in_the_same_round_trip() -
     st = ctx.node.state
     assert isinstance(st, FollowerState) and st.leader_id == src
     assert [e.offset for e in ctx.appended()] == [2]
+
+
+# --- Fetch, check-quorum, observers (LeaderState / RaftLog of 4.3) ---------------------------
+def test_fetcher_older_than_the_snapshot_epoch_gets_the_snapshot_id() -> None:
+    log = RaftLog([LogEntry(i, e) for i, e in enumerate([1, 1, 2, 3, 3, 3])])
+    log.create_snapshot(4, b"state")  # snapshot (epoch 3, end 4); log 4..5 at epoch 3
+    # offset inside the log but the fetcher's last epoch (2) predates the snapshot's epoch
+    got = log.validate_offset_and_epoch(5, 2)
+    assert got.kind is ValidationKind.SNAPSHOT and got.offset_and_epoch == OffsetAndEpoch(3, 4)
+    assert log.validate_offset_and_epoch(5, 3).kind is ValidationKind.VALID
+
+
+def test_check_quorum_counts_only_validated_fetches() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3], epochs=[1, 1])
+    ctx.become_leader()
+    e = ctx.node.epoch
+    st = ctx.node.state
+    assert isinstance(st, LeaderState)
+    deadline = st.check_quorum_deadline_ms
+    ctx.advance(1000)
+    ctx.request(2, fetch_request(2, e, 7, e - 1))  # diverging: not a following voter yet
+    assert ctx.node.state.check_quorum_deadline_ms == deadline  # type: ignore[union-attr]
+    ctx.request(2, fetch_request(2, e, 2, 1))  # validated
+    assert ctx.node.state.check_quorum_deadline_ms == ctx.now + 3000  # type: ignore[union-attr]
+
+
+def test_caught_up_time_is_measured_against_the_flushed_end_offset() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3], epochs=[1, 1])
+    ctx.become_leader()  # log 0..2, flushed 3
+    e = ctx.node.epoch
+    ctx.append(1, b"a")
+    ctx.advance(30)  # drained, appended: LEO 4, not flushed
+    assert ctx.node.log.end_offset == 4 and ctx.node.log.flushed_offset == 3
+    ctx.advance(10)
+    ctx.request(2, fetch_request(2, e, 3, e))  # has everything the leader has made durable
+    ctx.request(99, DescribeQuorumRequestData(topics=[_dq_topic()]))
+    voters = ctx.response().message.topics[0].partitions[0].current_voters
+    by_id = {v.replica_id: v for v in voters}
+    assert by_id[2].last_caught_up_timestamp == ctx.now
+    assert by_id[1].log_end_offset == 3  # the leader reports its flushed end offset
+
+
+def test_observers_expire_after_the_observer_session_timeout() -> None:
+    ctx = RaftTestContext(1, [1])  # the only voter: leads at once, never resigns
+    ctx.flush()
+    ctx.request(4, fetch_request(4, 1, 0, 0, max_wait=0))
+    ctx.advance(299_999)
+    ctx.request(99, DescribeQuorumRequestData(topics=[_dq_topic()]))
+    observers = ctx.response().message.topics[0].partitions[0].observers
+    assert [o.replica_id for o in observers] == [4]
+    ctx.advance(1)
+    ctx.request(99, DescribeQuorumRequestData(topics=[_dq_topic()]))
+    assert ctx.response().message.topics[0].partitions[0].observers == []
+
+
+def test_end_quorum_epoch_keeps_a_snapshot_download_going() -> None:
+    ctx = RaftTestContext(2, [1, 2, 3], election=ElectionState(3, 1, None))
+    resp = fetch_response(1, 3, hw=5)
+    part = replace(
+        resp.responses[0].partitions[0],
+        snapshot_id=FetchResponseData.SnapshotId(end_offset=5, epoch=2),
+    )
+    ctx.respond(1, replace(resp, responses=[replace(resp.responses[0], partitions=[part])]))
+    st = ctx.node.state
+    assert isinstance(st, FollowerState) and st.fetching_snapshot is not None
+    ctx.request(1, end_epoch(1, 3, [3, 2]))  # second in line: a backoff, still Follower
+    st = ctx.node.state
+    assert isinstance(st, FollowerState)
+    assert st.fetching_snapshot == (OffsetAndEpoch(2, 5), b"")  # not dropped
+
+
+# --- vote matching with directory ids (QuorumState.unattachedOrProspectiveCanGrantVote) -----
+def test_vote_without_directory_id_does_not_match_a_vote_stored_with_one() -> None:
+    directory = Uuid.random()
+    stored = ReplicaKey(2, str(directory))
+    ctx = RaftTestContext(1, [1, 2, 3], election=ElectionState(5, -1, stored))
+    without = vote_request(5, 2, 0, 0)
+    ctx.request(2, without)
+    assert ctx.response().message.topics[0].partitions[0].vote_granted is False
+    p = without.topics[0].partitions[0]
+    same = replace(without, topics=[replace(without.topics[0], partitions=[
+        replace(p, replica_directory_id=directory)
+    ])])  # fmt: skip
+    ctx.request(2, same)
+    assert ctx.response().message.topics[0].partitions[0].vote_granted is True
+    # A vote stored without a directory id (kraft.version 0) matches the id alone.
+    old = RaftTestContext(1, [1, 2, 3], election=ElectionState(5, -1, ReplicaKey(2)))
+    old.request(2, same)
+    assert old.response().message.topics[0].partitions[0].vote_granted is True
+
+
+def _dq_topic() -> DescribeQuorumRequestData.TopicData:
+    return DescribeQuorumRequestData.TopicData(
+        topic_name="__cluster_metadata",
+        partitions=[DescribeQuorumRequestData.PartitionData(partition_index=0)],
+    )
