@@ -165,6 +165,7 @@ def render_message(msg: object) -> str:
         p = msg.topics[0].partitions[0]
         if p.error_code:
             return f"DescribeQuorumResponse error={_error(p.error_code)}"
+
         def replicas(states: list[DescribeQuorumResponseData.ReplicaState]) -> str:
             return " ".join(
                 f"{v.replica_id}:leo={v.log_end_offset},fetch={v.last_fetch_timestamp},"
