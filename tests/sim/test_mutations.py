@@ -77,7 +77,9 @@ def test_hw_exposed_before_own_epoch_record_commits(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(high_watermark, "compute_high_watermark", no_epoch_rule)
     seed, kind = first_caught("crashes")
-    assert kind in {"hw-own-epoch", "committed-stable"}, (seed, kind)
+    # Since Kafka's kept election timers (issue 12) the first seed that catches it shows it as a
+    # HW that a node later reports lower (the uncommitted "HW" is taken back), also a break.
+    assert kind in {"hw-own-epoch", "committed-stable", "hw-monotonic"}, (seed, kind)
 
 
 def test_follower_grants_pre_votes_while_hearing_from_leader(

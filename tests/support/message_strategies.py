@@ -31,12 +31,19 @@ _TEXT = st.text(max_size=12)
 
 
 def strategy_for(
-    message_name: str, version: int, *, unknown_tags: bool = True, max_items: int = 3
+    message_name: str,
+    version: int,
+    *,
+    unknown_tags: bool = True,
+    max_items: int = 3,
+    spec: Message | None = None,
 ) -> st.SearchStrategy[Any]:
-    """Instances of `message_name` valid at `version` (ValueError for an unknown name/version)."""
+    """Instances of `message_name` valid at `version` (ValueError for an unknown name/version).
+    `spec` is the declaration the values follow: ours by default; the conformance tier passes
+    Kafka's own (`tests.support.kafka_schemas.message_from_kafka`)."""
     if message_name not in BY_NAME:
         raise ValueError(f"unknown message {message_name!r}")
-    msg = BY_NAME[message_name]
+    msg = spec if spec is not None else BY_NAME[message_name]
     if version not in msg.versions():
         raise ValueError(f"{message_name} has no version {version}")
     cls = MESSAGES[message_name]
@@ -87,6 +94,30 @@ class _Builder:
         if nullable and not fld.is_struct:
             return st.one_of(st.none(), base)
         return base
+
+
+def all_nulls(message_name: str, version: int, spec: Message) -> Any:
+    """An instance of `message_name` at `version` with every field `spec` declares nullable at
+    that version set to None, and every array holding one element (so nested nullable fields
+    are present too); other fields keep their defaults."""
+    cls = MESSAGES[message_name]
+    return _null_struct(spec, cls, cls, spec.fields, version)
+
+
+def _null_struct(spec: Message, top: type, target: type, fields: tuple[Field, ...], v: int) -> Any:
+    kwargs: dict[str, Any] = {}
+    for fld in fields:
+        if v not in fld.version_range():
+            continue
+        if v in fld.nullable_range():
+            kwargs[fld.py_name] = None
+        elif fld.type == "records":  # its default is null, which only a nullable one may be
+            kwargs[fld.py_name] = b""
+        elif fld.is_struct:
+            sub = fld.fields or spec.struct_fields(fld.element_type)
+            item = _null_struct(spec, top, getattr(top, fld.element_type), sub, v)
+            kwargs[fld.py_name] = [item] if fld.is_array else item
+    return target(**kwargs)
 
 
 def _unknown(known: set[int | None]) -> st.SearchStrategy[list[RawTaggedField]]:

@@ -4,6 +4,10 @@
     metaquorum protocol encode MESSAGE VERSION JSON   -> the message's bytes as hex
     metaquorum protocol decode|encode --batch         -> one "MESSAGE VERSION HEX|JSON" per stdin
                                                          line, one result (or error) line each
+
+A message whose body is empty (zero bytes: ApiVersionsRequest v0-v2) decodes from no HEX at
+all (`decode ApiVersionsRequest 0`, or the line `ApiVersionsRequest 0` in --batch mode) and
+encodes to an empty line.
     metaquorum protocol list                          -> the messages and versions we speak
 
 MESSAGE is Kafka's message name (VoteRequest, FetchResponse, VotersRecord, LeaderChangeMessage,
@@ -91,6 +95,8 @@ def _run_batch(op: Any, stdin: TextIO, stdout: TextIO) -> int:
         if not text:
             continue
         parts = text.split(None, 2)
+        if len(parts) == 2 and op is decode_one:
+            parts.append("")  # an empty body (ApiVersionsRequest v0-v2): zero bytes
         try:
             if len(parts) != 3:
                 raise BadInput("expected 'MESSAGE VERSION HEX|JSON'")
@@ -111,11 +117,14 @@ def _command(op: Any, what: str) -> Any:
                       "give no positional arguments", file=sys.stderr)  # fmt: skip
                 return 1
             return _run_batch(op, sys.stdin, sys.stdout)
-        if args.message is None or args.version is None or args.payload is None:
+        payload = args.payload
+        if payload is None and op is decode_one and args.version is not None:
+            payload = ""  # an empty body (ApiVersionsRequest v0-v2) has no hex digits to give
+        if args.message is None or args.version is None or payload is None:
             print(f"error: give MESSAGE VERSION {what} (or --batch)", file=sys.stderr)
             return 1
         try:
-            print(op(args.message, args.version, args.payload))
+            print(op(args.message, args.version, payload))
         except BadInput as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

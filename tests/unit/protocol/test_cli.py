@@ -117,3 +117,28 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["protocol", "list"]) == 0
     out = capsys.readouterr().out
     assert "FetchRequest" in out and "v4-18" in out and "VotersRecord" in out
+
+
+def test_empty_body_decodes_and_encodes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ApiVersionsRequest v0-v2 has no field: zero bytes, so there is no HEX to give (issue 12)."""
+    assert main(["protocol", "decode", "ApiVersionsRequest", "0"]) == 0
+    assert capsys.readouterr().out == "{}\n"
+    assert main(["protocol", "decode", "ApiVersionsRequest", "2", ""]) == 0
+    assert capsys.readouterr().out == "{}\n"
+    assert main(["protocol", "encode", "ApiVersionsRequest", "1", "{}"]) == 0
+    assert capsys.readouterr().out == "\n"  # zero bytes: an empty line
+    monkeypatch.setattr(
+        "sys.stdin",
+        io.StringIO("ApiVersionsRequest 0\nApiVersionsRequest 1   \nApiVersionsRequest 3\n"),
+    )
+    assert main(["protocol", "decode", "--batch"]) == 1  # v3 has fields: 0 bytes is truncated
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["{}", "{}"] and out[2].startswith("error: line 3: cannot decode")
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO('ApiVersionsRequest 0 {}\nSnapshotFooterRecord 0 {"version": 0}\n')
+    )
+    assert main(["protocol", "encode", "--batch"]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert lines == ["", "000000", ""]  # one line per input line, the first one empty

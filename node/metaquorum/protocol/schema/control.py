@@ -55,7 +55,7 @@ VOTERS_RECORD = Message(
           f("VoterId", "int32", "0+"),
           f("VoterDirectoryId", "uuid", "0+"),
           f("Endpoints", "[]Endpoint", "0+",
-            f("Name", "string", "0+"),
+            f("Name", "string", "0+", map_key=True),
             f("Host", "string", "0+"),
             f("Port", "uint16", "0+")),
           f("KRaftVersionFeature", "KRaftVersionFeature", "0+",

@@ -27,7 +27,7 @@ DESCRIBE_CLUSTER_RESPONSE = Message(
         f("ClusterId", "string", "0+"),
         f("ControllerId", "int32", "0+", default=-1),
         f("Brokers", "[]DescribeClusterBroker", "0+",
-          f("BrokerId", "int32", "0+"),
+          f("BrokerId", "int32", "0+", map_key=True),
           f("Host", "string", "0+"),
           f("Port", "int32", "0+"),
           f("Rack", "string", "0+", nullable="0+", null_default=True),

@@ -35,11 +35,11 @@ DESCRIBE_QUORUM_RESPONSE = Message(
             f("CurrentVoters", "[]ReplicaState", "0+"),
             f("Observers", "[]ReplicaState", "0+"))),
         f("Nodes", "[]Node", "2+",
-          f("NodeId", "int32", "2+"),
+          f("NodeId", "int32", "2+", map_key=True),
           f("Listeners", "[]Listener", "2+",
-            f("Name", "string", "0+"),
-            f("Host", "string", "0+"),
-            f("Port", "uint16", "0+"))),
+            f("Name", "string", "2+", map_key=True),
+            f("Host", "string", "2+"),
+            f("Port", "uint16", "2+"))),
     ),
     common_structs=(
         Struct("ReplicaState", (

@@ -104,6 +104,7 @@ class Field:
     flexible: str | None = None  # flexibleVersions override (RequestHeader.ClientId: "none")
     fields: tuple[Field, ...] = ()
     null_default: bool = False  # Kafka "default": "null"
+    map_key: bool = False  # Kafka "mapKey": a key of its struct's collection (no wire effect)
 
     @property
     def py_name(self) -> str:

@@ -84,7 +84,7 @@ FETCH_RESPONSE = Message(
             f("PreferredReadReplica", "int32", "11+", default=-1),
             f("Records", "records", "0+", nullable="0+", null_default=True))),
         f("NodeEndpoints", "[]NodeEndpoint", "16+",
-          f("NodeId", "int32", "16+"),
+          f("NodeId", "int32", "16+", map_key=True),
           f("Host", "string", "16+"),
           f("Port", "int32", "16+"),
           f("Rack", "string", "16+", nullable="16+", null_default=True),

@@ -30,7 +30,7 @@ FETCH_SNAPSHOT_REQUEST = Message(
 FETCH_SNAPSHOT_RESPONSE = Message(
     "FetchSnapshotResponse", "response", "0-1", "0+", api_key=59,
     fields=(
-        f("ThrottleTimeMs", "int32", "0+"),
+        f("ThrottleTimeMs", "int32", "0+", ignorable=True),
         f("ErrorCode", "int16", "0+"),
         f("Topics", "[]TopicSnapshot", "0+",
           f("Name", "string", "0+"),
@@ -48,7 +48,7 @@ FETCH_SNAPSHOT_RESPONSE = Message(
             f("Position", "int64", "0+"),
             f("UnalignedRecords", "records", "0+", null_default=True))),
         f("NodeEndpoints", "[]NodeEndpoint", "1+",
-          f("NodeId", "int32", "1+"),
+          f("NodeId", "int32", "1+", map_key=True),
           f("Host", "string", "1+"),
           f("Port", "uint16", "1+"),
           tag=0),

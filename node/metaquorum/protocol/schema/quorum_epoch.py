@@ -9,12 +9,12 @@ from __future__ import annotations
 from metaquorum.protocol.schema.dsl import Message, f
 
 NODE_ENDPOINT = (
-    f("NodeId", "int32", "1+"),
+    f("NodeId", "int32", "1+", map_key=True),
     f("Host", "string", "1+"),
     f("Port", "uint16", "1+"),
 )
 LEADER_ENDPOINT = (
-    f("Name", "string", "1+"),
+    f("Name", "string", "1+", map_key=True),
     f("Host", "string", "1+"),
     f("Port", "uint16", "1+"),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from metaquorum.protocol.schema.dsl import Message, f
 
 LISTENER = (
-    f("Name", "string", "0+"),
+    f("Name", "string", "0+", map_key=True),
     f("Host", "string", "0+"),
     f("Port", "uint16", "0+"),
 )
@@ -31,7 +31,7 @@ ADD_RAFT_VOTER_RESPONSE = Message(
     fields=(
         f("ThrottleTimeMs", "int32", "0+"),
         f("ErrorCode", "int16", "0+"),
-        f("ErrorMessage", "string", "0+", nullable="0+"),
+        f("ErrorMessage", "string", "0+", nullable="0+", ignorable=True),
     ),
 )  # fmt: skip
 
@@ -49,7 +49,7 @@ REMOVE_RAFT_VOTER_RESPONSE = Message(
     fields=(
         f("ThrottleTimeMs", "int32", "0+"),
         f("ErrorCode", "int16", "0+"),
-        f("ErrorMessage", "string", "0+", nullable="0+"),
+        f("ErrorMessage", "string", "0+", nullable="0+", ignorable=True),
     ),
 )  # fmt: skip
 

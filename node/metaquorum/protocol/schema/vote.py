@@ -9,7 +9,7 @@ from __future__ import annotations
 from metaquorum.protocol.schema.dsl import Message, f
 
 NODE_ENDPOINT = (
-    f("NodeId", "int32", "1+"),
+    f("NodeId", "int32", "1+", map_key=True),
     f("Host", "string", "1+"),
     f("Port", "uint16", "1+"),
 )
