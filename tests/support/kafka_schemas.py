@@ -51,6 +51,7 @@ def _range(text: str | None, valid: Versions) -> tuple[int, int] | None:
 
 
 _NULL = object()
+NONE_RANGE = Versions(-1, -1)
 
 
 _TYPE_DEFAULTS: dict[str, object] = {
@@ -167,7 +168,11 @@ def _compare_fields(
         if fld.is_struct:
             sub_mine = list(fld.fields) or list(ours.struct_fields(fld.element_type))
             sub_theirs = _struct_fields_kafka(kafka, k)
-            _compare_fields(ours, kafka, sub_mine, sub_theirs, at, valid, diffs)
+            # A struct exists only in its field's versions: Kafka's generator reads a nested
+            # "0+" under a "2+" field as "2+" (no version check is emitted), so compare there.
+            inner = _range(k["versions"], valid)
+            scope = NONE_RANGE if inner is None else Versions(inner[0], valid.highest)
+            _compare_fields(ours, kafka, sub_mine, sub_theirs, at, scope, diffs)
 
 
 def _field_from_kafka(k: dict[str, Any]) -> Field:

@@ -37,9 +37,9 @@ DESCRIBE_QUORUM_RESPONSE = Message(
         f("Nodes", "[]Node", "2+",
           f("NodeId", "int32", "2+", map_key=True),
           f("Listeners", "[]Listener", "2+",
-            f("Name", "string", "2+", map_key=True),
-            f("Host", "string", "2+"),
-            f("Port", "uint16", "2+"))),
+            f("Name", "string", "0+", map_key=True),
+            f("Host", "string", "0+"),
+            f("Port", "uint16", "0+"))),
     ),
     common_structs=(
         Struct("ReplicaState", (
