@@ -4,7 +4,8 @@ Role: the core's view of its own log: entries `(offset, epoch, value)`, the log 
 (LEO), the flushed offset, and the epoch start offsets (Kafka's leader-epoch cache) used for
 `DivergingEpoch`, the end-offset-for-epoch lookup and follower truncation. Storage (or the
 simulator's disk) mirrors it from the `AppendEntries`/`TruncateLog`/`FlushLog` effects; the core
-never serialises records.
+never serialises records. Control records are typed (Kafka's generated record classes, KIP-595,
+KIP-630, KIP-853); `listeners` (`LogChangeListener`) see every append, truncation and snapshot.
 
 Invariants:
 - offsets are dense from `start_offset`; epochs never decrease along the log;
@@ -17,25 +18,80 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from metaquorum.core.ids import OffsetAndEpoch
+from metaquorum.protocol.messages import (
+    KRaftVersionRecord,
+    LeaderChangeMessage,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    VotersRecord,
+)
 
 
 class EntryKind(Enum):
-    """Data or one of the control records the core writes itself."""
+    """Data, or the type of a control record (the ids of Kafka's `ControlRecordType`)."""
 
-    DATA = 0
+    DATA = -1
+    UNKNOWN_CONTROL = -2  # a control type this version does not know (Kafka ignores it)
     LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+# The typed value of each control entry: the generated record class of its type.
+ControlMessage = (
+    LeaderChangeMessage
+    | SnapshotHeaderRecord
+    | SnapshotFooterRecord
+    | KRaftVersionRecord
+    | VotersRecord
+)
+CONTROL_KIND: dict[type[object], EntryKind] = {
+    LeaderChangeMessage: EntryKind.LEADER_CHANGE,
+    SnapshotHeaderRecord: EntryKind.SNAPSHOT_HEADER,
+    SnapshotFooterRecord: EntryKind.SNAPSHOT_FOOTER,
+    KRaftVersionRecord: EntryKind.KRAFT_VERSION,
+    VotersRecord: EntryKind.KRAFT_VOTERS,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
-    """One record of the replicated log, as the core sees it (no bytes format)."""
+    """One record of the replicated log, as the core sees it (no bytes format).
+
+    A data entry carries its `value`; a control entry its typed record in `control` (Kafka's
+    generated class: LeaderChangeMessage, KRaftVersionRecord, VotersRecord, ...), and `value`
+    only for an unknown control type (its raw value bytes, never re-encoded)."""
 
     offset: int
     epoch: int
     value: bytes = b""
     kind: EntryKind = EntryKind.DATA
+    control: ControlMessage | None = None
+
+    @classmethod
+    def of_control(cls, offset: int, epoch: int, message: ControlMessage) -> LogEntry:
+        return cls(offset, epoch, b"", CONTROL_KIND[type(message)], message)
+
+    @property
+    def is_control(self) -> bool:
+        return self.kind is not EntryKind.DATA
+
+
+class LogChangeListener(Protocol):
+    """The one hook on log changes (Kafka's `KRaftControlRecordStateMachine` reads the same
+    events): every append, truncation and snapshot of the core's log, in order. The voter-set
+    history (KIP-853) is fed from here."""
+
+    def on_append(self, entries: Sequence[LogEntry]) -> None: ...
+
+    def on_truncate(self, end_offset: int) -> None: ...
+
+    def on_snapshot(self, snapshot: Snapshot, installed: bool) -> None: ...
 
 
 class ValidationKind(Enum):
@@ -71,6 +127,7 @@ class RaftLog:
         "_epoch_starts",
         "end_offset",
         "flushed_offset",
+        "listeners",
         "snapshot",
         "start_offset",
     )
@@ -83,6 +140,7 @@ class RaftLog:
         snapshot: Snapshot | None = None,
     ):
         self.snapshot = snapshot
+        self.listeners: list[LogChangeListener] = []
         self.start_offset = 0 if snapshot is None else snapshot.snapshot_id.offset
         self.end_offset = self.start_offset
         self._entries: list[LogEntry] = []
@@ -182,6 +240,8 @@ class RaftLog:
                 self._epoch_starts.append((entry.epoch, entry.offset))
             self._entries.append(entry)
             self.end_offset += 1
+        for listener in self.listeners:
+            listener.on_append(entries)
 
     def truncate_to(self, offset: int) -> None:
         """Drop every entry at or after `offset` (no-op when `offset >= LEO`)."""
@@ -194,6 +254,8 @@ class RaftLog:
         while self._epoch_starts and self._epoch_starts[-1][1] >= offset:
             self._epoch_starts.pop()
         self.flushed_offset = min(self.flushed_offset, offset)
+        for listener in self.listeners:
+            listener.on_truncate(offset)
 
     def create_snapshot(self, end_offset: int, payload: bytes) -> Snapshot:
         """Snapshot everything below `end_offset` and delete that prefix of the log."""
@@ -202,6 +264,8 @@ class RaftLog:
         snap = Snapshot(OffsetAndEpoch(self.entry(end_offset - 1).epoch, end_offset), payload)
         self.snapshot = snap
         self.delete_before(end_offset)
+        for listener in self.listeners:
+            listener.on_snapshot(snap, False)
         return snap
 
     def delete_before(self, offset: int) -> None:
@@ -224,6 +288,8 @@ class RaftLog:
         self._entries.clear()
         self._epoch_starts.clear()
         self.start_offset = self.end_offset = self.flushed_offset = snapshot.snapshot_id.offset
+        for listener in self.listeners:
+            listener.on_snapshot(snapshot, True)
 
     def mark_flushed(self, offset: int) -> None:
         """Record that everything below `offset` is durable (capped at LEO, never lowered)."""

@@ -55,8 +55,7 @@ from metaquorum.core.events import (
 from metaquorum.core.fetch_purgatory import FetchPurgatory
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
-from metaquorum.core.leader_change import LeaderChangeValue
-from metaquorum.core.log import EntryKind, LogEntry, RaftLog
+from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.request_manager import RequestManager
 from metaquorum.core.rng import RandomSource
@@ -73,6 +72,7 @@ from metaquorum.core.states import (
 from metaquorum.core.transitions import check_transition
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import VoterSet, VoterSetHistory
+from metaquorum.protocol.messages import LeaderChangeMessage
 
 NEVER = 2**62
 
@@ -312,10 +312,15 @@ class RaftNode:
         self.purgatory = FetchPurgatory()
         # KIP-595: the new leader opens its epoch with a LeaderChange control record naming
         # every current voter and those that granted the election.
-        value = LeaderChangeValue.of(
-            self.local_id, self.voters.voter_ids, st.tally.granted
-        ).encode()
-        self._append_as_leader([LogEntry(start, st.epoch, value, EntryKind.LEADER_CHANGE)])
+        message = LeaderChangeMessage(
+            version=0,
+            leader_id=self.local_id,
+            voters=[LeaderChangeMessage.Voter(voter_id=v) for v in sorted(self.voters.voter_ids)],
+            granting_voters=[
+                LeaderChangeMessage.Voter(voter_id=v) for v in sorted(st.tally.granted)
+            ],
+        )
+        self._append_as_leader([LogEntry.of_control(start, st.epoch, message)])
 
     def resign(self) -> None:
         """Leader -> Resigned (check-quorum expiry or graceful shutdown)."""

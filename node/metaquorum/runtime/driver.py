@@ -368,9 +368,8 @@ class Driver:
         if received is not None and received[0] == end:
             data = [received[1]]
         else:
-            leader = self.config.node_id if isinstance(self.node.state, LeaderState) else -1
-            data = batches_for_entries(entries, leader_id=leader, timestamp_ms=now_ms())
-            if leader >= 0:
+            data = batches_for_entries(entries, timestamp_ms=now_ms())
+            if isinstance(self.node.state, LeaderState):
                 self.recent.remember(data)
         self._received.clear()
         self.stats.appends += len(entries)

@@ -188,9 +188,7 @@ class NodeRuntime:
         records = await self.driver.io.call(read)
         if not records:
             # Not batch-aligned (should not happen): encode the entries themselves.
-            records = b"".join(
-                batches_for_entries(entries, leader_id=self.config.node_id, timestamp_ms=0)
-            )
+            records = b"".join(batches_for_entries(entries, timestamp_ms=0))
         return self._set_records(message, records)
 
     @staticmethod

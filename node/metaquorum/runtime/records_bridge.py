@@ -5,30 +5,26 @@ Role: the core never sees bytes. The runtime turns a received `records` field in
 the entries of an `AppendEntries` effect into batches for storage, and serves a Fetch from the
 leader's stored batches (bytes as on disk, as Kafka does).
 
-Invariants: a data record's value is the entry's value (key null); a LeaderChange control batch
-is an entry of kind LEADER_CHANGE whose value is `core.leader_change.LeaderChangeValue` (leader,
-all voters, granting voters: the core fills them, the runtime patches nothing in); offsets and
-epochs are taken from the batches; batches that fail their CRC are refused (ProtocolError).
+Invariants: a data record's value is the entry's value (key null); every control record is one
+typed control entry (LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters: the generated
+record class; the core fills a LeaderChange itself, the runtime patches nothing in) and encodes
+back to the same record; offsets and epochs are taken from the batches; batches that fail their
+CRC are refused (ProtocolError).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.log import EntryKind, LogEntry
-from metaquorum.protocol.control_records import (
-    ControlRecordType,
-    control_records_of,
-    leader_change_batch,
-)
-from metaquorum.protocol.messages import LeaderChangeMessage
+from metaquorum.protocol.control_records import build_control_batch, control_records_of
 from metaquorum.protocol.records import build_batch, iter_batches
 
 
 def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry, ...]:
     """Entries at or after `from_offset` in a Fetch response's records (a partial last batch,
-    as a size-capped fetch may end with, is ignored)."""
+    as a size-capped fetch may end with, is ignored). Every control record becomes a typed
+    control entry (`LogEntry.control`), whatever its type."""
     if not data:
         return ()
     out: list[LogEntry] = []
@@ -36,20 +32,18 @@ def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry
         batch.ensure_valid()
         epoch = batch.partition_leader_epoch
         if batch.is_control:
-            # One core entry per control record; the core only models LeaderChange.
-            for i, (rtype, message) in enumerate(control_records_of(batch)):
-                value = b""
-                if rtype == ControlRecordType.LEADER_CHANGE and isinstance(
-                    message, LeaderChangeMessage
-                ):
-                    value = LeaderChangeValue.of(
-                        message.leader_id,
-                        (v.voter_id for v in message.voters),
-                        (v.voter_id for v in message.granting_voters),
-                    ).encode()
+            for i, (record, (_, message)) in enumerate(
+                zip(batch, control_records_of(batch), strict=True)
+            ):
                 offset = batch.base_offset + i
-                if offset >= from_offset:
-                    out.append(LogEntry(offset, epoch, value, EntryKind.LEADER_CHANGE))
+                if offset < from_offset:
+                    continue
+                if message is None:  # a type this version does not know: kept, never re-encoded
+                    out.append(
+                        LogEntry(offset, epoch, record.value or b"", EntryKind.UNKNOWN_CONTROL)
+                    )
+                else:
+                    out.append(LogEntry.of_control(offset, epoch, message))
             continue
         for record in batch:
             if record.offset >= from_offset:
@@ -57,47 +51,38 @@ def entries_from_records(data: bytes | None, from_offset: int) -> tuple[LogEntry
     return tuple(out)
 
 
-def batches_for_entries(
-    entries: Sequence[LogEntry],
-    *,
-    leader_id: int = -1,
-    timestamp_ms: int,
-) -> list[bytes]:
-    """Encode entries (dense offsets) as v2 batches: runs of data entries of one epoch become
-    one batch; each LeaderChange entry its own control batch with the leader, the voters and
-    the granting voters the core put in the entry's value (`LeaderChangeValue`); `leader_id`
-    and the granting voters stand in for a legacy value that names neither leader nor voters."""
+def batches_for_entries(entries: Sequence[LogEntry], *, timestamp_ms: int) -> list[bytes]:
+    """Encode entries (dense offsets) as v2 batches: each run of data entries of one epoch one
+    data batch; each run of control entries of one epoch one control batch holding their typed
+    records in order (Kafka writes LeaderChange [+ KRaftVersion + Voters] as one batch)."""
     out: list[bytes] = []
     run: list[LogEntry] = []
 
     def flush_run() -> None:
-        if run:
+        if not run:
+            return
+        first = run[0]
+        if first.is_control:
+            messages = [e.control for e in run]
+            if any(m is None for m in messages):
+                raise ValueError(f"cannot re-encode an unknown control record at {first.offset}")
             out.append(
-                build_batch(
-                    run[0].offset, run[0].epoch, [e.value for e in run], timestamp_ms=timestamp_ms
+                build_control_batch(
+                    first.offset,
+                    first.epoch,
+                    [m for m in messages if m is not None],
+                    timestamp_ms=timestamp_ms,
                 )
             )
-            run.clear()
+        else:
+            values = [e.value for e in run]
+            out.append(build_batch(first.offset, first.epoch, values, timestamp_ms=timestamp_ms))
+        run.clear()
 
     for entry in entries:
-        if entry.kind is EntryKind.LEADER_CHANGE:
+        if run and (run[-1].epoch != entry.epoch or run[-1].is_control != entry.is_control):
             flush_run()
-            lc = LeaderChangeValue.decode(entry.value)
-            granting = [LeaderChangeMessage.Voter(voter_id=v) for v in lc.granting_voters]
-            everyone = [LeaderChangeMessage.Voter(voter_id=v) for v in lc.voters] or granting
-            message = LeaderChangeMessage(
-                version=0,
-                leader_id=lc.leader_id if lc.leader_id >= 0 else leader_id,
-                voters=everyone,
-                granting_voters=granting,
-            )
-            out.append(
-                leader_change_batch(entry.offset, entry.epoch, message, timestamp_ms=timestamp_ms)
-            )
-        else:
-            if run and run[-1].epoch != entry.epoch:
-                flush_run()
-            run.append(entry)
+        run.append(entry)
     flush_run()
     return out
 

@@ -31,7 +31,7 @@ from metaquorum.core.events import (
     ResponseReceived,
 )
 from metaquorum.core.ids import ReplicaKey
-from metaquorum.core.log import EntryKind, LogEntry, RaftLog
+from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import ElectionState
 from metaquorum.core.voter_set import VoterSet
@@ -40,6 +40,7 @@ from metaquorum.protocol.messages import (
     EndQuorumEpochRequestData,
     FetchRequestData,
     FetchResponseData,
+    LeaderChangeMessage,
     VoteRequestData,
     VoteResponseData,
 )
@@ -273,8 +274,16 @@ def entries(start: int, epochs: list[int]) -> tuple[LogEntry, ...]:
     return tuple(LogEntry(start + i, e, b"x%d" % (start + i)) for i, e in enumerate(epochs))
 
 
-def leader_change(offset: int, epoch: int, granting: bytes) -> LogEntry:
-    return LogEntry(offset, epoch, granting, EntryKind.LEADER_CHANGE)
+def leader_change(
+    offset: int, epoch: int, leader: int, voters: list[int], granting: list[int]
+) -> LogEntry:
+    message = LeaderChangeMessage(
+        version=0,
+        leader_id=leader,
+        voters=[LeaderChangeMessage.Voter(voter_id=v) for v in voters],
+        granting_voters=[LeaderChangeMessage.Voter(voter_id=v) for v in granting],
+    )
+    return LogEntry.of_control(offset, epoch, message)
 
 
 def voted(epoch: int, candidate: int) -> ElectionState:

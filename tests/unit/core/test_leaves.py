@@ -9,7 +9,6 @@ from metaquorum.core.batch_accumulator import BatchAccumulator, PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.fetch_purgatory import FetchPurgatory, ParkedFetch
 from metaquorum.core.high_watermark import LeaderProgress, compute_high_watermark
-from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.request_manager import RequestManager
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import VoterSet, VoterSetHistory
@@ -176,22 +175,3 @@ def test_config_kafka_names_and_defaults():
         QuorumConfig.from_properties({"controller.quorum.election.timeout.ms": "soon"})
     with pytest.raises(ValueError, match=r"controller\.quorum\.retry\.backoff\.ms"):
         QuorumConfig(retry_backoff_ms=-1)
-
-
-# --- LeaderChange entry value ----------------------------------------------------------------
-@given(
-    st.integers(-1, 50),
-    st.sets(st.integers(0, 2**31 - 1), max_size=7),
-    st.sets(st.integers(0, 2**31 - 1), max_size=7),
-)
-def test_leader_change_value_round_trip(
-    leader_id: int, voters: set[int], granting: set[int]
-) -> None:
-    v = LeaderChangeValue.of(leader_id, voters, granting)
-    assert v.voters == tuple(sorted(voters)) and v.granting_voters == tuple(sorted(granting))
-    assert LeaderChangeValue.decode(v.encode()) == v
-
-
-def test_leader_change_value_reads_the_legacy_granting_list() -> None:
-    assert LeaderChangeValue.decode(b"3,1") == LeaderChangeValue(-1, (), (1, 3))
-    assert LeaderChangeValue.decode(b"") == LeaderChangeValue(-1, (), ())

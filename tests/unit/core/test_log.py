@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import given
 from hypothesis import strategies as st
 from metaquorum.core.ids import OffsetAndEpoch
-from metaquorum.core.log import LogEntry, RaftLog, ValidationKind
+from metaquorum.core.log import LogEntry, RaftLog, Snapshot, ValidationKind
 
 epoch_runs = st.lists(st.integers(1, 4), max_size=25).map(sorted)
 
@@ -74,3 +76,37 @@ def test_truncate_and_flush_bookkeeping():
     assert log.flushed_offset == 2
     log.append([LogEntry(2, 4)])
     assert log.epoch_starts == ((1, 0), (4, 2))
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[object, ...]] = []
+
+    def on_append(self, entries: Sequence[LogEntry]) -> None:
+        self.events.append(("append", tuple(e.offset for e in entries)))
+
+    def on_truncate(self, end_offset: int) -> None:
+        self.events.append(("truncate", end_offset))
+
+    def on_snapshot(self, snapshot: Snapshot, installed: bool) -> None:
+        self.events.append(("snapshot", snapshot.snapshot_id.offset, installed))
+
+
+def test_log_change_hook_sees_every_append_truncation_and_snapshot() -> None:
+    """Issue 13: the one hook where the voter-set history (KIP-853) will be fed, in log order."""
+    log = RaftLog([LogEntry(0, 1)])
+    rec = _Recorder()
+    log.listeners.append(rec)
+    log.append([LogEntry(1, 1), LogEntry(2, 2)])
+    log.truncate_to(2)
+    log.truncate_to(5)  # beyond the end: no change, no event
+    log.append([LogEntry(2, 3)])
+    log.create_snapshot(2, b"s")
+    log.install_snapshot(Snapshot(OffsetAndEpoch(3, 7), b"t"))
+    assert rec.events == [
+        ("append", (1, 2)),
+        ("truncate", 2),
+        ("append", (2,)),
+        ("snapshot", 2, False),
+        ("snapshot", 7, True),
+    ]

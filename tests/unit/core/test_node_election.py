@@ -7,7 +7,6 @@ from metaquorum.core.effects import AppendFailed, PersistElectionState, SendResp
 from metaquorum.core.end_quorum_epoch import strict_exponential_election_backoff_ms
 from metaquorum.core.events import Resign, Shutdown
 from metaquorum.core.ids import ReplicaKey
-from metaquorum.core.leader_change import LeaderChangeValue
 from metaquorum.core.states import (
     CandidateState,
     ElectionState,
@@ -161,7 +160,7 @@ def test_single_voter_elects_itself_and_commits_after_flush() -> None:
     st = ctx.node.state  # at once on start (Kafka's initialize), no election timeout
     assert isinstance(st, LeaderState) and st.epoch == 1
     # value: the leader, every current voter, the granting voters
-    assert ctx.appended() == [leader_change(0, 1, b"leader=1;voters=1;granting=1")]
+    assert ctx.appended() == [leader_change(0, 1, 1, [1], [1])]
     assert ctx.hw_reports() == []  # nothing is committed before the flush
     ctx.flush()
     assert ctx.hw_reports() == [1]
@@ -176,8 +175,7 @@ def test_candidate_wins_with_a_majority_and_writes_leader_change() -> None:
     assert ctx.node.log.entry(2).kind.name == "LEADER_CHANGE"
     # Kafka's LeaderChangeMessage: Voters = all current voters, GrantingVoters = the majority
     # that voted (the leader and the first voter that granted).
-    value = LeaderChangeValue.decode(ctx.node.log.entry(2).value)
-    assert value == LeaderChangeValue(1, (1, 2, 3), (1, 2))
+    assert ctx.node.log.entry(2) == leader_change(2, ctx.node.epoch, 1, [1, 2, 3], [1, 2])
 
 
 def test_candidate_grants_only_pre_votes() -> None:

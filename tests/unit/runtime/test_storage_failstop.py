@@ -43,7 +43,7 @@ def storage(tmp_path: Path) -> Iterator[ReplicaStorage]:
 
 def _batch(offset: int) -> bytes:
     entries = [LogEntry(offset, 1, b"v%d" % offset)]
-    (data,) = batches_for_entries(entries, leader_id=1, timestamp_ms=0)
+    (data,) = batches_for_entries(entries, timestamp_ms=0)
     return data
 
 
