@@ -228,3 +228,68 @@ def test_kafka_continues_a_log_we_wrote(kafka_classpath: str, tmp_path: Path) ->
         assert batches[1].base_offset == 3 and batches[1].is_control
     finally:
         log.close()
+
+
+def test_kafka_written_log_is_served_byte_identical(kafka_classpath: str, tmp_path: Path) -> None:
+    """Issue 13: a log written by a Kafka 4.3.1 controller formatted with
+    `--initial-controllers` (kraft.version 1: its epoch-start batches hold LeaderChange +
+    KRaftVersion + Voters) is loaded by our node, which serves it through Fetch byte for byte."""
+    import asyncio
+
+    from metaquorum.protocol.api_keys import ApiKeys
+    from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+    from metaquorum.runtime.client import KafkaConnection
+    from metaquorum.runtime.config import load_config
+    from metaquorum.runtime.node import NodeRuntime
+
+    cfg = _write_config(tmp_path)
+    port = int(cfg.read_text().split("listeners=CONTROLLER://127.0.0.1:")[1].split()[0])
+    directory = "4Xl3RWGdSe2d5n7RdqGzWg"
+    run_kafka_class(kafka_classpath, "kafka.tools.StorageTool", [
+        "format", "-c", str(cfg), "-t", CLUSTER,
+        "--initial-controllers", f"1@127.0.0.1:{port}:{directory}",
+    ])  # fmt: skip
+    _run_controller(kafka_classpath, tmp_path, cfg, 3000)
+    partition = tmp_path / "meta" / "__cluster_metadata-0"
+    written = (partition / "00000000000000000000.log").read_bytes()
+    kinds = {b.is_control for b in iter_valid_batches(written)}
+    assert kinds == {True, False}  # control and data batches, as Kafka wrote them
+
+    ours = tmp_path / "ours.properties"
+    ours.write_text(
+        "process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\n"
+        f"controller.quorum.voters=1@127.0.0.1:{port}\nmetadata.log.dir={tmp_path / 'meta'}\n"
+    )
+
+    async def serve_and_fetch() -> bytes:
+        runtime = NodeRuntime(load_config(ours))
+        await runtime.start()
+        try:
+            conn = KafkaConnection("127.0.0.1", port)
+            partition_req = FetchRequestData.FetchPartition(
+                partition=0, fetch_offset=0, last_fetched_epoch=0, current_leader_epoch=-1
+            )
+            request = FetchRequestData(
+                replica_state=FetchRequestData.ReplicaState(replica_id=-1),
+                max_wait_ms=0,
+                max_bytes=len(written) * 2,
+                topics=[FetchRequestData.FetchTopic(
+                    topic="__cluster_metadata", topic_id=METADATA_TOPIC_ID,
+                    partitions=[partition_req],
+                )],
+            )  # fmt: skip
+            got = b""
+            deadline = time.monotonic() + 20
+            while len(got) < len(written) and time.monotonic() < deadline:
+                response = await conn.request(ApiKeys.FETCH, 17, request, 5)
+                assert isinstance(response, FetchResponseData)
+                got = response.responses[0].partitions[0].records or b""
+                await asyncio.sleep(0.1)
+            await conn.close()
+            return got
+        finally:
+            await runtime.shutdown()
+
+    served = asyncio.run(serve_and_fetch())
+    assert served[: len(written)] == written
