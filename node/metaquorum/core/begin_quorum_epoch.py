@@ -8,6 +8,7 @@ changes state; one of the current or a newer epoch makes the receiver follow tha
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
@@ -121,7 +122,5 @@ def poll_leader(node: RaftNode) -> int:
         if not recently and node.requests.is_ready(voter, now):
             node.send(voter, build_begin_quorum_epoch_request(node, voter))
     deadline = now + timeout
-    node.state = LeaderState(
-        st.epoch, st.epoch_start_offset, st.granting_voters, st.check_quorum_deadline_ms, deadline
-    )
+    node.update_state(replace(st, begin_quorum_epoch_deadline_ms=deadline))
     return deadline

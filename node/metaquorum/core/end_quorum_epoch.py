@@ -105,7 +105,7 @@ def handle_end_quorum_epoch_request(node: RaftNode, event: RequestReceived) -> N
         )
         # Only the fetch timer changes (Kafka's `overrideFetchTimeout`); a snapshot download
         # in progress goes on.
-        node.state = replace(st, fetch_deadline_ms=node.now_ms + backoff)
+        node.update_state(replace(st, fetch_deadline_ms=node.now_ms + backoff))
     respond(build_end_quorum_epoch_response(node, Errors.NONE))
 
 
@@ -124,13 +124,7 @@ def handle_end_quorum_epoch_response(node: RaftNode, event: ResponseReceived) ->
             return
         st = node.state
         if error == Errors.NONE and isinstance(st, ResignedState):
-            node.state = ResignedState(
-                st.epoch,
-                st.election_deadline_ms,
-                st.unacked_voters - {event.source},
-                st.preferred_successors,
-                st.high_watermark,
-            )
+            node.update_state(replace(st, unacked_voters=st.unacked_voters - {event.source}))
 
 
 def poll_resigned(node: RaftNode, st: ResignedState, now_ms: int) -> int:

@@ -94,7 +94,8 @@ def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
         others = [v for v in node.voters.sorted_ids() if v != node.local_id]
         target = others[node.rng.randrange(len(others))] if others else target
         deadline = now_ms + node.config.fetch_timeout_ms
-        node.state = st = replace(st, fetch_deadline_ms=deadline)
+        st = replace(st, fetch_deadline_ms=deadline)
+        node.update_state(st)
     if may_fetch(node) and node.requests.is_ready(target, now_ms):
         if st.fetching_snapshot is not None and target == st.leader_id:
             snapshot_id, received = st.fetching_snapshot
@@ -163,8 +164,8 @@ def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
             new_hw = min(p.high_watermark, node.log.end_offset)
             if st.high_watermark is None or new_hw > st.high_watermark:
                 st = replace(st, high_watermark=new_hw)
-    node.state = replace(
-        st, fetch_deadline_ms=node.now_ms + node.config.fetch_timeout_ms, has_fetched=True
+    node.update_state(
+        replace(st, fetch_deadline_ms=node.now_ms + node.config.fetch_timeout_ms, has_fetched=True)
     )
 
 

@@ -152,7 +152,7 @@ def handle_fetch_snapshot_response(node: RaftNode, event: ResponseReceived) -> N
     if error != Errors.NONE:
         # The leader moved on (a newer snapshot) or we asked for nonsense: start over by Fetch.
         node.requests.back_off(event.source, node.now_ms)
-        node.state = replace(st, fetching_snapshot=None)
+        node.update_state(replace(st, fetching_snapshot=None))
         return
     if OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset) != sid:
         return
@@ -161,16 +161,20 @@ def handle_fetch_snapshot_response(node: RaftNode, event: ResponseReceived) -> N
     received += p.unaligned_records or b""
     deadline = node.now_ms + node.config.fetch_timeout_ms
     if len(received) < p.size:
-        node.state = replace(st, fetching_snapshot=(sid, received), fetch_deadline_ms=deadline)
+        node.update_state(
+            replace(st, fetching_snapshot=(sid, received), fetch_deadline_ms=deadline)
+        )
         return
     snapshot = Snapshot(sid, received)
     node.log.install_snapshot(snapshot)
     node.emit(InstallSnapshot(snapshot))
     hw = st.high_watermark
-    node.state = replace(
-        st,
-        fetching_snapshot=None,
-        fetch_deadline_ms=deadline,
-        has_fetched=True,
-        high_watermark=sid.offset if hw is None else max(hw, sid.offset),
+    node.update_state(
+        replace(
+            st,
+            fetching_snapshot=None,
+            fetch_deadline_ms=deadline,
+            has_fetched=True,
+            high_watermark=sid.offset if hw is None else max(hw, sid.offset),
+        )
     )

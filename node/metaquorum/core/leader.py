@@ -12,6 +12,7 @@ batches carry the leader's epoch and consecutive offsets.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import begin_quorum_epoch, fetch
@@ -101,10 +102,5 @@ def update_check_quorum_for_following_voter(node: RaftNode, replica_id: int) -> 
     node.fetched_voters.add(replica_id)
     if len(node.fetched_voters) >= len(node.voters) // 2:
         node.fetched_voters.clear()
-        node.state = LeaderState(
-            st.epoch,
-            st.epoch_start_offset,
-            st.granting_voters,
-            node.now_ms + node.config.check_quorum_timeout_ms,
-            st.begin_quorum_epoch_deadline_ms,
-        )
+        deadline = node.now_ms + node.config.check_quorum_timeout_ms
+        node.update_state(replace(st, check_quorum_deadline_ms=deadline))

@@ -3,12 +3,13 @@
 Role: `handle(event, now_ms) -> Step` applies one event, then polls the current state (timers,
 outbound requests, linger), and returns the ordered effects and the next deadline. The RPC
 families live in their own modules (`vote`, `begin_quorum_epoch`, `end_quorum_epoch`, `fetch`,
-`describe_quorum`), named as Kafka names them; this module owns the state, the transition gate
-calls, and the commit bookkeeping.
+`describe_quorum`), named as Kafka names them and dispatched by message type (`dispatch`); this
+module owns the state, the transition gate calls, and the commit bookkeeping.
 
 Invariants:
 - every state change goes through `transition_to`, which calls the gate and emits
-  `PersistElectionState` first when the durable election state changes;
+  `PersistElectionState` first when the durable election state changes; an update that keeps
+  role, epoch and election state goes through `update_state` (no handler assigns `state`);
 - the leader counts only its *flushed* end offset toward the HW (`Flushed` events);
 - a follower sends its next Fetch only when everything it appended has come back `Flushed`;
 - `HighWatermarkAdvanced` is emitted once per HW change and never goes backwards.
@@ -16,15 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import (
-    begin_quorum_epoch,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
-    leader,
-    vote,
-)
-from metaquorum.core import describe_quorum as describe
+from metaquorum.core import dispatch, fetch, leader
 from metaquorum.core.batch_accumulator import BatchAccumulator, PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
@@ -69,7 +62,7 @@ from metaquorum.core.states import (
     ResignedState,
     UnattachedState,
 )
-from metaquorum.core.transitions import check_transition
+from metaquorum.core.transitions import check_in_place_update, check_transition
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import VoterSet, VoterSetHistory
 from metaquorum.protocol.messages import LeaderChangeMessage
@@ -221,6 +214,13 @@ class RaftNode:
             self.requests.reset()
         if isinstance(new, FollowerState | LeaderState):
             self._note_leader()
+
+    def update_state(self, new: EpochState) -> None:
+        """The gate for in-place updates of the current state (same role, epoch and election
+        state: a timer, a tally, a download's progress); every other change is a
+        `transition_to`. No handler assigns `state` directly."""
+        check_in_place_update(self.state, new, local_id=self.local_id)
+        self.state = new
 
     def _persist_if_changed(self) -> None:
         election = self.state.election(self.local_id)
@@ -396,14 +396,14 @@ class RaftNode:
 
     # --- dispatch ----------------------------------------------------------------------------
     def _handle_request(self, event: RequestReceived) -> None:
-        handler = _REQUEST_HANDLERS.get(type(event.message).__name__)
+        handler = dispatch.REQUEST_HANDLERS.get(type(event.message))
         if handler is not None:
             handler(self, event)
 
     def _handle_response(self, event: ResponseReceived) -> None:
         if not self.requests.on_response(event.source, event.correlation_id, True, self.now_ms):
             return  # late, duplicated or timed-out response
-        handler = _RESPONSE_HANDLERS.get(type(event.message).__name__)
+        handler = dispatch.RESPONSE_HANDLERS.get(type(event.message))
         if handler is not None:
             handler(self, event)
 
@@ -417,20 +417,3 @@ class RaftNode:
 
     def local_key(self) -> ReplicaKey:
         return ReplicaKey(self.local_id)
-
-
-_REQUEST_HANDLERS = {
-    "VoteRequestData": vote.handle_vote_request,
-    "BeginQuorumEpochRequestData": begin_quorum_epoch.handle_begin_quorum_epoch_request,
-    "EndQuorumEpochRequestData": end_quorum_epoch.handle_end_quorum_epoch_request,
-    "FetchRequestData": fetch.handle_fetch_request,
-    "DescribeQuorumRequestData": describe.handle_describe_quorum_request,
-    "FetchSnapshotRequestData": fetch_snapshot.handle_fetch_snapshot_request,
-}
-_RESPONSE_HANDLERS = {
-    "VoteResponseData": vote.handle_vote_response,
-    "BeginQuorumEpochResponseData": begin_quorum_epoch.handle_begin_quorum_epoch_response,
-    "EndQuorumEpochResponseData": end_quorum_epoch.handle_end_quorum_epoch_response,
-    "FetchResponseData": fetch.handle_fetch_response,
-    "FetchSnapshotResponseData": fetch_snapshot.handle_fetch_snapshot_response,
-}

@@ -33,6 +33,8 @@ Candidate -> Follower at the same epoch is not in Kafka's javadoc table but its
 `transitionToFollower` allows it (another candidate won the epoch with other votes).
 
 Observers (replicas outside the voter set) only move between Unattached and Follower.
+`check_in_place_update` is the gate for updates that keep the role, the epoch and the durable
+election state (timers, tallies, a snapshot download): `RaftNode.update_state`.
 A vote cast in an epoch is never lost or changed within that epoch (durable single vote).
 """
 
@@ -143,3 +145,16 @@ def is_durable(old: EpochState | None, new: EpochState, local_id: int) -> bool:
 
 def election_of(state: EpochState, local_id: int) -> ElectionState:
     return state.election(local_id)
+
+
+def check_in_place_update(old: EpochState, new: EpochState, *, local_id: int) -> None:
+    """An update of the current state's own data (timers, tally, progress of a download): the
+    role, the epoch and the durable election state stay as they are; anything else must go
+    through `check_transition` (and persist first when durable)."""
+    if type(old) is not type(new) or old.epoch != new.epoch:
+        raise IllegalTransition(
+            f"in-place update {old.role.value}({old.epoch}) -> {new.role.value}({new.epoch}): "
+            "a role or epoch change must be a transition"
+        )
+    if old.election(local_id) != new.election(local_id):
+        raise IllegalTransition("an in-place update cannot change the durable election state")

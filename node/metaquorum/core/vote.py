@@ -125,7 +125,8 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
         granted = granted and (theirs > ours or candidate.id < node.local_id)
         if isinstance(st, ProspectiveState) and candidate.id in st.tally.rejected:
             # It rejected our pre-vote while it still followed; it campaigns now: ask again.
-            node.state = st = replace(st, tally=st.tally.forget(candidate.id))
+            st = replace(st, tally=st.tally.forget(candidate.id))
+            node.update_state(st)
     if granted and not pre_vote and isinstance(st, UnattachedState) and st.voted_key is None:
         # Kafka's `unattachedAddVotedState`; durable before the reply (PersistElectionState).
         node.transition_to(
@@ -178,24 +179,7 @@ def handle_vote_response(node: RaftNode, event: ResponseReceived) -> None:
         tally = st.tally.record(event.source, p.vote_granted)
         if tally is st.tally:
             return
-        if isinstance(st, ProspectiveState):
-            node.state = ProspectiveState(
-                st.epoch,
-                st.election_deadline_ms,
-                tally,
-                st.voted_key,
-                st.leader_id,
-                st.retries,
-                st.high_watermark,
-            )
-        else:
-            node.state = CandidateState(
-                st.epoch,
-                st.election_deadline_ms,
-                tally,
-                st.retries,
-                st.high_watermark,
-            )
+        node.update_state(replace(st, tally=tally))
 
 
 def _send_vote_requests(node: RaftNode, voters: frozenset[int], pre_vote: bool, now_ms: int) -> int:

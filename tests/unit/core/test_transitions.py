@@ -17,7 +17,13 @@ from metaquorum.core.states import (
     Role,
     UnattachedState,
 )
-from metaquorum.core.transitions import LEGAL, IllegalTransition, check_transition, is_durable
+from metaquorum.core.transitions import (
+    LEGAL,
+    IllegalTransition,
+    check_in_place_update,
+    check_transition,
+    is_durable,
+)
 from metaquorum.core.vote_tally import VoteTally
 
 LOCAL = 1
@@ -168,3 +174,36 @@ def test_durability_is_a_change_of_election_state() -> None:
     assert not is_durable(f, FollowerState(5, 2, 999, has_fetched=True, high_watermark=3), LOCAL)
     assert is_durable(f, FollowerState(6, 2, 0), LOCAL)
     assert is_durable(None, f, LOCAL)
+
+
+def test_in_place_updates_keep_role_epoch_and_election() -> None:
+    """Issue 13: `RaftNode.update_state`'s gate. A timer or tally may change in place; a role,
+    an epoch or the durable election state may not (those are transitions)."""
+    f = FollowerState(5, 2, 0)
+    check_in_place_update(f, FollowerState(5, 2, 99, has_fetched=True), local_id=LOCAL)
+    with pytest.raises(IllegalTransition, match="role or epoch"):
+        check_in_place_update(f, FollowerState(6, 2, 0), local_id=LOCAL)
+    with pytest.raises(IllegalTransition, match="role or epoch"):
+        check_in_place_update(f, UnattachedState(5, 0), local_id=LOCAL)
+    with pytest.raises(IllegalTransition, match="election state"):
+        check_in_place_update(f, FollowerState(5, 3, 0), local_id=LOCAL)
+
+
+def test_no_core_module_assigns_the_state_outside_the_gates() -> None:
+    """The 13 direct `node.state = ...` writes of the handlers are gone (issue 13): only
+    `RaftNode.transition_to` / `update_state` (and the leave-leadership path) assign it."""
+    import pathlib
+    import re
+
+    import metaquorum.core as core
+
+    root = pathlib.Path(core.__file__).parent
+    offenders = [
+        f"{p.name}:{i}"
+        for p in root.glob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\bnode\.state\s*=[^=]", line)
+    ]
+    assert offenders == []
+    node_py = (root / "node.py").read_text()
+    assert len(re.findall(r"\bself\.state\s*=[^=]", node_py)) == 3

@@ -1,0 +1,54 @@
+"""Which handler answers which RPC (Kafka's `KafkaRaftClient.handleRequest` / `handleResponse`
+switch on the api key): the core dispatches by message *type*, never by class-name strings.
+
+Invariant: every Raft RPC the runtime hands the core (Vote, BeginQuorumEpoch, EndQuorumEpoch,
+Fetch, DescribeQuorum, FetchSnapshot) has exactly one request handler, and every one the core
+sends has exactly one response handler; a message of any other type is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from metaquorum.core import (
+    begin_quorum_epoch,
+    end_quorum_epoch,
+    fetch,
+    fetch_snapshot,
+    vote,
+)
+from metaquorum.core import describe_quorum as describe
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.protocol.messages import (
+    BeginQuorumEpochRequestData,
+    BeginQuorumEpochResponseData,
+    DescribeQuorumRequestData,
+    EndQuorumEpochRequestData,
+    EndQuorumEpochResponseData,
+    FetchRequestData,
+    FetchResponseData,
+    FetchSnapshotRequestData,
+    FetchSnapshotResponseData,
+    VoteRequestData,
+    VoteResponseData,
+)
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+REQUEST_HANDLERS: dict[type, Callable[[RaftNode, RequestReceived], None]] = {
+    VoteRequestData: vote.handle_vote_request,
+    BeginQuorumEpochRequestData: begin_quorum_epoch.handle_begin_quorum_epoch_request,
+    EndQuorumEpochRequestData: end_quorum_epoch.handle_end_quorum_epoch_request,
+    FetchRequestData: fetch.handle_fetch_request,
+    DescribeQuorumRequestData: describe.handle_describe_quorum_request,
+    FetchSnapshotRequestData: fetch_snapshot.handle_fetch_snapshot_request,
+}
+RESPONSE_HANDLERS: dict[type, Callable[[RaftNode, ResponseReceived], None]] = {
+    VoteResponseData: vote.handle_vote_response,
+    BeginQuorumEpochResponseData: begin_quorum_epoch.handle_begin_quorum_epoch_response,
+    EndQuorumEpochResponseData: end_quorum_epoch.handle_end_quorum_epoch_response,
+    FetchResponseData: fetch.handle_fetch_response,
+    FetchSnapshotResponseData: fetch_snapshot.handle_fetch_snapshot_response,
+}
