@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from metaquorum.net.connection import KafkaConnection
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
 from metaquorum.protocol.types import Uuid
-from metaquorum.runtime.client import KafkaConnection
 
 from bench.common import REPO, Proc, free_ports
 

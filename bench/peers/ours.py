@@ -18,10 +18,11 @@ import sys
 import time
 from pathlib import Path
 
+from metaquorum.net.connection import KafkaConnection
+from metaquorum.net.wire import encode_request
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
 from metaquorum.protocol.records import build_batch
-from metaquorum.runtime.client import KafkaConnection
 from metaquorum.runtime.local_quorum import LocalQuorum
 from metaquorum.runtime.produce import (
     PRODUCE_API_KEY,
@@ -29,7 +30,6 @@ from metaquorum.runtime.produce import (
     ProducePartition,
     ProduceRequest,
 )
-from metaquorum.runtime.wire import encode_request
 
 from bench.common import cpu_seconds
 from bench.peers.kafka import SUMMARY, Summary

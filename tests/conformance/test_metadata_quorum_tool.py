@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from metaquorum.admin.log_client import LogClient
-from metaquorum.runtime.config import Endpoint
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.runtime.local_quorum import LocalQuorum
 
 from tests.conformance.conftest import run_kafka_class

@@ -9,13 +9,13 @@ import base64
 from typing import Any
 
 import pytest
+from metaquorum.net.endpoint import Endpoint
+from metaquorum.net.wire import fit_to_version
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import ProduceRequestData, ProduceResponseData
 from metaquorum.protocol.records import build_batch
 from metaquorum.protocol.types import METADATA_TOPIC_ID, Uuid
-from metaquorum.runtime.config import Endpoint
 from metaquorum.runtime.produce import node_endpoints, partition_response
-from metaquorum.runtime.wire import fit_to_version
 
 from tests.conformance.oracle_client import KafkaOracle
 

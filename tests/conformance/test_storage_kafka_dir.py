@@ -236,9 +236,9 @@ def test_kafka_written_log_is_served_byte_identical(kafka_classpath: str, tmp_pa
     KRaftVersion + Voters) is loaded by our node, which serves it through Fetch byte for byte."""
     import asyncio
 
+    from metaquorum.net.connection import KafkaConnection
     from metaquorum.protocol.api_keys import ApiKeys
     from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
-    from metaquorum.runtime.client import KafkaConnection
     from metaquorum.runtime.config import load_config
     from metaquorum.runtime.node import NodeRuntime
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from metaquorum.admin.log_client import LogClient
-from metaquorum.runtime.config import Endpoint
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.runtime.local_quorum import LocalQuorum
 
 from tests.integration.quorum_fixture import FAST, our_cli, running_quorum, wait_for

@@ -141,9 +141,9 @@ def _fetch_error(port: int, cluster_id: str, epoch: int) -> int:
     """Top-level error of a replica Fetch (replica 3, offset 0) sent with `cluster_id`."""
     import asyncio
 
+    from metaquorum.net.connection import KafkaConnection
     from metaquorum.protocol.messages import FetchRequestData
     from metaquorum.protocol.types import Uuid
-    from metaquorum.runtime.client import KafkaConnection
 
     request = FetchRequestData(
         cluster_id=cluster_id,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from metaquorum.admin.log_client import LogClient
-from metaquorum.runtime.config import Endpoint
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.runtime.local_quorum import LocalQuorum
 from metaquorum.runtime.node import EXIT_STORAGE_FAILURE
 

@@ -23,6 +23,8 @@ from tenacity import (
     wait_exponential,
 )
 
+from metaquorum.net.connection import KafkaConnection
+from metaquorum.net.endpoint import Endpoint, parse_endpoint
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import (
@@ -32,8 +34,6 @@ from metaquorum.protocol.messages import (
     DescribeQuorumResponseData,
 )
 from metaquorum.protocol.types import Uuid
-from metaquorum.runtime.client import KafkaConnection
-from metaquorum.runtime.config import Endpoint, parse_endpoint
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_CLUSTER_VERSION = 1

@@ -14,7 +14,7 @@ import time
 
 from metaquorum.admin.client import parse_bootstrap
 from metaquorum.admin.log_client import LogClient
-from metaquorum.runtime.config import Endpoint
+from metaquorum.net.endpoint import Endpoint
 
 
 async def run_load(

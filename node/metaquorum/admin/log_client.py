@@ -22,6 +22,7 @@ from typing import TypeVar
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from metaquorum.admin.client import AdminClient, AdminError, RetriableAdminError
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (
@@ -32,8 +33,7 @@ from metaquorum.protocol.messages import (
 )
 from metaquorum.protocol.records import build_batch, iter_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
-from metaquorum.runtime.config import Endpoint
-from metaquorum.runtime.produce import TOPIC
+from metaquorum.protocol.types import METADATA_TOPIC_NAME as TOPIC
 
 T = TypeVar("T")
 FETCH_VERSION = 17

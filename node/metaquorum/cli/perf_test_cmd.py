@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from metaquorum.core.states import LeaderState
+from metaquorum.net.endpoint import ConfigError
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.runtime.config import ConfigError, load_config
+from metaquorum.runtime.config import load_config
 
 WINDOW_MS = 30_000
 SAMPLES = 2

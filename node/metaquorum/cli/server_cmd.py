@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from metaquorum.net.endpoint import ConfigError
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.runtime.config import ConfigError, load_config
+from metaquorum.runtime.config import load_config
 
 
 class JsonFormatter(logging.Formatter):

@@ -21,7 +21,7 @@ from typing import Any
 
 import aiohttp
 
-from metaquorum.runtime.config import ConfigError, parse_endpoint
+from metaquorum.net.endpoint import ConfigError, parse_endpoint
 from metaquorum.storage.snapshots import OffsetAndEpoch, snapshot_file_name
 
 PROG = "metaquorum snapshot create"

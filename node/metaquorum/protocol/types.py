@@ -124,7 +124,9 @@ class Uuid:
 Uuid.ZERO = Uuid(0, 0)
 Uuid.ONE = Uuid(0, 1)
 Uuid.METADATA_TOPIC_ID = Uuid.ONE
+METADATA_TOPIC_NAME = "__cluster_metadata"  # KRaft's one topic (partition 0)
 METADATA_TOPIC_ID = Uuid.ONE
+METADATA_TOPIC_NAME = "__cluster_metadata"  # KRaft's one topic (partition 0)
 
 
 @dataclass(frozen=True, slots=True)

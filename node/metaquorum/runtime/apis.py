@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.protocol.api_keys import API_VERSIONS
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (
@@ -24,7 +25,6 @@ from metaquorum.protocol.messages import (
     DescribeClusterRequestData,
     DescribeClusterResponseData,
 )
-from metaquorum.runtime.config import Endpoint
 
 AVR = ApiVersionsResponseData
 

@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Awaitable
 
 from metaquorum.core.states import LeaderState
+from metaquorum.net.wire import encode_response
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (
     FetchRequestData,
@@ -43,7 +44,6 @@ from metaquorum.runtime.produce import (
     targets_metadata_partition,
     topic_response,
 )
-from metaquorum.runtime.wire import encode_response
 
 MAX_READ_BYTES = 1024 * 1024
 

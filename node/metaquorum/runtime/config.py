@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaquorum.core.config import QuorumConfig
+from metaquorum.net.endpoint import ConfigError, Endpoint, parse_endpoint
 from metaquorum.storage.meta_properties import parse_properties
 
 ENV_PREFIX = "METAQUORUM_"
@@ -29,19 +30,6 @@ MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
 SNAPSHOT_BYTES = "metadata.log.max.record.bytes.between.snapshots"  # Kafka's, default 20 MiB
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
-
-
-class ConfigError(ValueError):
-    """A one-line message naming the key and the fix."""
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,18 +77,6 @@ def _int(props: Mapping[str, str], key: str, default: int | None = None, minimum
 
 def _csv(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
-
-
-_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]*):(\d{1,5})")
-
-
-def parse_endpoint(text: str, key: str) -> Endpoint:
-    m = _HOST_PORT.fullmatch(text.strip())
-    if not m or not 0 < int(m.group(2)) < 65536:
-        raise ConfigError(f"{key}: {text!r} is not host:port (port 1-65535)")
-    host = m.group(1)
-    host = host[1:-1] if host.startswith("[") else host
-    return Endpoint(host or "localhost", int(m.group(2)))
 
 
 def parse_listeners(text: str, key: str = "listeners") -> dict[str, Endpoint]:

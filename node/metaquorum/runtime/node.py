@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from metaquorum.core.log import LogEntry
+from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import (
@@ -38,7 +39,6 @@ from metaquorum.runtime.produce import PRODUCE_API_KEY
 from metaquorum.runtime.records_bridge import batches_for_entries, clip_batches
 from metaquorum.runtime.server import KafkaServer
 from metaquorum.runtime.storage_io import load_entries, load_latest_snapshot
-from metaquorum.runtime.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.storage.log import LogConfig
 from metaquorum.storage.replica import open_replica_storage
 

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from metaquorum.net.connection import KafkaConnection
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
@@ -24,7 +25,6 @@ from metaquorum.protocol.messages import (
     FetchRequestData,
     FetchResponseData,
 )
-from metaquorum.runtime.client import KafkaConnection
 from metaquorum.runtime.config import NodeConfig
 
 log = logging.getLogger("metaquorum.peers")

@@ -23,13 +23,13 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from metaquorum.net.endpoint import Endpoint
+from metaquorum.net.wire import encode_response
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import ProduceRequestData, ProduceResponseData
 from metaquorum.protocol.records import iter_batches
 from metaquorum.protocol.types import METADATA_TOPIC_ID
-from metaquorum.runtime.config import Endpoint
-from metaquorum.runtime.wire import encode_response
 
 PRODUCE_API_KEY = int(ApiKeys.PRODUCE)
 TOPIC = "__cluster_metadata"

@@ -28,13 +28,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from metaquorum.protocol.errors import ProtocolError
-from metaquorum.runtime.wire import (
+from metaquorum.net.wire import (
     FrameReader,
     InboundRequest,
     UnsupportedApiVersions,
     decode_request,
 )
+from metaquorum.protocol.errors import ProtocolError
 
 log = logging.getLogger("metaquorum.server")
 

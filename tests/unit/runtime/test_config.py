@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from metaquorum.runtime.config import ConfigError, Endpoint, config_from_properties, load_config
+from metaquorum.net.endpoint import ConfigError, Endpoint
+from metaquorum.runtime.config import config_from_properties, load_config
 
 BASE = {
     "node.id": "2",

@@ -9,6 +9,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from metaquorum.net.endpoint import Endpoint
+from metaquorum.net.wire import (
+    InboundRequest,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    fit_to_version,
+)
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.control_records import snapshot_footer_batch
 from metaquorum.protocol.errors import Errors, ProtocolError
@@ -20,16 +29,7 @@ from metaquorum.protocol.messages import (
 from metaquorum.protocol.records import Header, SimpleRecord, build_batch
 from metaquorum.protocol.types import METADATA_TOPIC_ID, Uuid
 from metaquorum.runtime.client_api import ClientApi
-from metaquorum.runtime.config import Endpoint
 from metaquorum.runtime.produce import batch_values, targets_metadata_partition
-from metaquorum.runtime.wire import (
-    InboundRequest,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    fit_to_version,
-)
 
 BATCH = build_batch(0, -1, [b"k=v", b"x"], timestamp_ms=1_700_000_000_000)
 

@@ -7,12 +7,12 @@ import asyncio
 import struct
 
 import pytest
+from metaquorum.net.connection import KafkaConnection
+from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.messages import ApiVersionsRequestData, ApiVersionsResponseData
 from metaquorum.runtime.apis import api_versions_response
-from metaquorum.runtime.client import KafkaConnection
 from metaquorum.runtime.server import KafkaServer
-from metaquorum.runtime.wire import InboundRequest, UnsupportedApiVersions, encode_response
 
 
 async def _start(delays: dict[int, float] | None = None, **kw: float) -> KafkaServer:
@@ -28,7 +28,7 @@ async def _start(delays: dict[int, float] | None = None, **kw: float) -> KafkaSe
 
 
 async def _raw_request(writer: asyncio.StreamWriter, cid: int) -> None:
-    from metaquorum.runtime.wire import encode_request
+    from metaquorum.net.wire import encode_request
 
     writer.write(encode_request(18, 3, cid, ApiVersionsRequestData(), "t"))
     await writer.drain()

@@ -6,6 +6,15 @@ from __future__ import annotations
 import struct
 
 import pytest
+from metaquorum.net.endpoint import Endpoint
+from metaquorum.net.wire import (
+    InboundRequest,
+    UnsupportedApiVersions,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 from metaquorum.protocol.api_keys import API_VERSIONS, ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import (
@@ -16,15 +25,6 @@ from metaquorum.protocol.messages import (
 )
 from metaquorum.protocol.types import ByteReader
 from metaquorum.runtime.apis import api_versions_response, describe_cluster_response
-from metaquorum.runtime.config import Endpoint
-from metaquorum.runtime.wire import (
-    InboundRequest,
-    UnsupportedApiVersions,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-)
 
 
 def _payload(frame: bytes) -> bytes:

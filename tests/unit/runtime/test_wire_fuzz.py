@@ -7,9 +7,9 @@ import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, decode_request
 from metaquorum.protocol.api_keys import API_VERSIONS
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.runtime.wire import InboundRequest, UnsupportedApiVersions, decode_request
 
 
 def _decodes_or_refuses(payload: bytes) -> None:

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from metaquorum.net.wire import SIZE, FrameReader, decode_response, encode_request
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.runtime.wire import SIZE, FrameReader, decode_response, encode_request
 
 # The outcome of one request: the decoded response, or the exception it failed with.
 OnResponse = Callable[[Any, BaseException | None], None]
