@@ -3,7 +3,8 @@
 
 Role: own the `RaftNode`; take events from one queue (requests, responses, flushes, client
 appends, resign), call `handle(event, now_ms)`, perform the step's effects in order, and sleep
-until the step's `next_deadline_ms` or the next event.
+until the step's `next_deadline_ms` or the next event. One injected `Clock` (runtime/clock.py)
+gives every event time, deadline and timestamp the core sees.
 
 Invariants (durability barriers):
 - `PersistElectionState` is awaited (written and fsynced) before any later effect of the step;
@@ -26,7 +27,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from asyncio import Future
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +67,7 @@ from metaquorum.core.voter_set import VoterSet
 from metaquorum.protocol.messages import FetchRequestData
 from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.appends import AppendCallback, PendingAppends
+from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.runtime.recent_batches import RecentBatches
@@ -85,10 +86,6 @@ from metaquorum.runtime.storage_io import (
 from metaquorum.storage.replica import ReplicaStorage
 
 log = logging.getLogger("metaquorum.driver")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass
@@ -115,12 +112,14 @@ class Driver:
         storage: ReplicaStorage,
         entries: list[LogEntry],
         snapshot: Snapshot | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.config = config
+        self.clock = clock
         self.cluster_id = storage.meta.cluster_id or ""
         self.io = StorageIO(storage, lambda off: self.post(Flushed(off)), self._on_storage_failure)
         self.peers = PeerPool(config, self._on_response, self._on_request_failed)
-        start = now_ms()
+        start = self.clock.now_ms()
         self.node = RaftNode(
             config.node_id,
             cluster_id=self.cluster_id,
@@ -224,7 +223,7 @@ class Driver:
 
     async def _run(self) -> None:
         try:
-            step = self.node.start(now_ms())
+            step = self.node.start(self.clock.now_ms())
             seen: tuple[type, int] | None = None
             while True:
                 await self._perform(step)
@@ -239,10 +238,10 @@ class Driver:
                 if self._stopping and self.events.empty():
                     return
                 event = await self._next_event(step.next_deadline_ms)
-                step = self.node.handle(event, now_ms())
+                step = self.node.handle(event, self.clock.now_ms())
                 # Drain what is already queued before sleeping (cheap batching).
                 while not self.events.empty() and not step.effects:
-                    step = self.node.handle(self.events.get_nowait(), now_ms())
+                    step = self.node.handle(self.events.get_nowait(), self.clock.now_ms())
         except asyncio.CancelledError:
             raise
         except BaseException as e:
@@ -273,7 +272,7 @@ class Driver:
         `wait_for` would create: this runs once per event on the hot path)."""
         if not self.events.empty():
             return self.events.get_nowait()
-        timeout = (deadline_ms - now_ms()) / 1000
+        timeout = (deadline_ms - self.clock.now_ms()) / 1000
         if timeout <= 0:
             await asyncio.sleep(0)  # a due deadline never starves the other tasks
             return Poll()
@@ -316,7 +315,7 @@ class Driver:
                     listener(eff.high_watermark)
             elif isinstance(eff, LeaderChanged):
                 self.stats.leader_changes += 1
-                self.stats.last_leader_change_ms = now_ms()
+                self.stats.last_leader_change_ms = self.clock.now_ms()
                 if eff.leader_id == self.config.node_id:
                     self.stats.elections_won += 1
                 log.info("leader is %s in epoch %s", eff.leader_id, eff.epoch)
@@ -341,7 +340,7 @@ class Driver:
         if not log.start_offset < end <= log.end_offset:
             return None
         sm.snapshot_written()
-        payload = sm.snapshot_payload(log.entry(end - 1).epoch, now_ms())
+        payload = sm.snapshot_payload(log.entry(end - 1).epoch, self.clock.now_ms())
         self.post(CreateSnapshot(end, payload))
         return end
 
@@ -351,8 +350,8 @@ class Driver:
         end = self._create_snapshot()
         if end is None:
             return None
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while asyncio.get_running_loop().time() < deadline:
+        deadline = self.clock.now_ms() + int(timeout_s * 1000)
+        while self.clock.now_ms() < deadline:
             snap = self.node.log.snapshot
             if snap is not None and snap.snapshot_id.offset >= end:
                 return snap.snapshot_id.offset, snap.snapshot_id.epoch
@@ -368,7 +367,7 @@ class Driver:
         if received is not None and received[0] == end:
             data = [received[1]]
         else:
-            data = batches_for_entries(entries, timestamp_ms=now_ms())
+            data = batches_for_entries(entries, timestamp_ms=self.clock.now_ms())
             if isinstance(self.node.state, LeaderState):
                 self.recent.remember(data)
         self._received.clear()
@@ -396,13 +395,12 @@ class Driver:
             return
         self.post(Shutdown())
         others = set(self.peers.connections)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+        deadline = self.clock.now_ms() + int(timeout_s * 1000)
         while not self.shutdown_complete.is_set():
             if not isinstance(self.node.state, LeaderState) and others <= self.peers.unreachable:
                 log.info("graceful shutdown: no other voter is reachable")
                 return
-            if loop.time() >= deadline:
+            if self.clock.now_ms() >= deadline:
                 log.warning("graceful shutdown did not complete in %.1fs", timeout_s)
                 return
             with contextlib.suppress(TimeoutError):

@@ -1,0 +1,68 @@
+"""The driver's one clock (issue 13): the core's events, deadlines and timestamps all come from
+the injected `Clock`, so a manual clock drives the core's timers without any waiting."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from metaquorum.core.events import Poll
+from metaquorum.core.states import ProspectiveState, UnattachedState
+from metaquorum.runtime.clock import ManualClock, SystemClock
+from metaquorum.runtime.config import config_from_properties
+from metaquorum.runtime.driver import Driver
+from metaquorum.storage.formatter import ServerConfig, format_storage
+from metaquorum.storage.log import LogConfig
+from metaquorum.storage.replica import open_replica_storage
+
+CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+START = 1_700_000_000_000
+
+
+def _driver(tmp_path: Path, clock: ManualClock) -> Driver:
+    props = {
+        "process.roles": "controller",
+        "node.id": "1",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": "CONTROLLER://127.0.0.1:1",
+        # peers on ports nothing listens on: requests fail, no real time is needed
+        "controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3",
+        "metadata.log.dir": str(tmp_path / "meta"),
+    }
+    cfg = tmp_path / "server.properties"
+    cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    format_storage(ServerConfig.load(cfg), CLUSTER)
+    storage = open_replica_storage(tmp_path / "meta", node_id=1, config=LogConfig(fsync=False))
+    return Driver(config_from_properties(props), storage, [], clock=clock)
+
+
+async def test_a_manual_clock_drives_the_core_timers(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    driver = _driver(tmp_path, clock)
+    driver.start()
+    try:
+        await asyncio.sleep(0.05)
+        st = driver.node.state
+        assert isinstance(st, UnattachedState)
+        # The election timer is on the injected clock (1-2 s after START), not on any other.
+        assert START + 1000 <= st.election_deadline_ms < START + 2000
+        clock.advance(2000)
+        driver.post(Poll())
+        await asyncio.sleep(0.05)
+        st2 = driver.node.state
+        assert isinstance(st2, ProspectiveState)  # timed out on the manual clock, at once
+        assert START + 3000 <= st2.election_deadline_ms < START + 4000
+    finally:
+        await driver.stop()
+
+
+def test_system_clock_is_wall_milliseconds_and_manual_clock_never_goes_back() -> None:
+    import time
+
+    assert abs(SystemClock().now_ms() - time.time() * 1000) < 1000
+    clock = ManualClock(5)
+    clock.advance(10)
+    assert clock.now_ms() == 15
+    with pytest.raises(ValueError):
+        clock.advance(-1)
