@@ -57,7 +57,6 @@ from metaquorum.core.events import (
     RequestFailed,
     RequestReceived,
     ResponseReceived,
-    Shutdown,
 )
 from metaquorum.core.listener import ListenerDispatcher
 from metaquorum.core.log import LogEntry, RaftLog, Snapshot
@@ -76,6 +75,7 @@ from metaquorum.runtime.records_bridge import (
     clip_batches,
     entries_from_records,
 )
+from metaquorum.runtime.shutdown import graceful_shutdown
 from metaquorum.runtime.state_machine import KeyValueStateMachine
 from metaquorum.runtime.storage_io import (
     StorageIO,
@@ -220,6 +220,10 @@ class Driver:
     # --- the loop ----------------------------------------------------------------------------
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def _run(self) -> None:
         try:
@@ -385,29 +389,8 @@ class Driver:
 
     # --- shutdown ----------------------------------------------------------------------------
     async def graceful_shutdown(self, timeout_s: float = 5.0) -> None:
-        """SIGTERM, as Kafka's `KafkaRaftClient.shutdown(5000)`: a leader hands its log over
-        and resigns (EndQuorumEpoch), then keeps answering Vote requests until another leader
-        is known, so its successor wins at once; no state starts a new election meanwhile.
-        Returns when the core says the shutdown is complete, when no other voter can be
-        reached any more (the whole quorum is stopping: nobody to hand over to), or after
-        `timeout_s`; `stop` follows."""
-        if self._task is None or self._task.done():
-            return
-        self.post(Shutdown())
-        others = set(self.peers.connections)
-        deadline = self.clock.now_ms() + int(timeout_s * 1000)
-        while not self.shutdown_complete.is_set():
-            if not isinstance(self.node.state, LeaderState) and others <= self.peers.unreachable:
-                log.info("graceful shutdown: no other voter is reachable")
-                return
-            if self.clock.now_ms() >= deadline:
-                log.warning("graceful shutdown did not complete in %.1fs", timeout_s)
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.shutdown_complete.wait(), 0.05)
-            if not isinstance(self.node.state, LeaderState):
-                await self.peers.probe(0.2)
-        await self.peers.wait_idle(0.5)  # let the last acknowledgements go out
+        """SIGTERM, as Kafka's `KafkaRaftClient.shutdown(5000)` (runtime/shutdown.py)."""
+        await graceful_shutdown(self, timeout_s)
 
     async def stop(self) -> None:
         self._stopping = True
