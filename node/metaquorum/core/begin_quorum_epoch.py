@@ -109,11 +109,10 @@ def poll_leader(node: RaftNode) -> int:
     timeout = node.config.begin_quorum_epoch_timeout_ms
     if now < st.begin_quorum_epoch_deadline_ms:
         return st.begin_quorum_epoch_deadline_ms
-    assert node.progress is not None
     for voter in node.voters.sorted_ids():
         if voter == node.local_id:
             continue
-        replica = node.progress.voters.get(voter)
+        replica = st.data.progress.voters.get(voter)
         recently = (
             replica is not None
             and replica.last_fetch_ms >= 0

@@ -54,7 +54,9 @@ def _replica_state(node: RaftNode, r: ReplicaProgress) -> DescribeQuorumResponse
 
 
 def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData:
-    assert node.progress is not None
+    st = node.state
+    assert isinstance(st, LeaderState)
+    progress = st.data.progress
     hw = node.high_watermark
     partition = DescribeQuorumResponseData.PartitionData(
         partition_index=PARTITION,
@@ -62,12 +64,10 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
         leader_id=node.local_id,
         leader_epoch=node.epoch,
         high_watermark=-1 if hw is None else hw,
-        current_voters=[
-            _replica_state(node, node.progress.voters[v]) for v in sorted(node.progress.voters)
-        ],
+        current_voters=[_replica_state(node, progress.voters[v]) for v in sorted(progress.voters)],
         observers=[
             _replica_state(node, r)
-            for _, r in sorted(node.progress.active_observers(node.now_ms).items())
+            for _, r in sorted(progress.active_observers(node.now_ms).items())
         ],
     )
     return DescribeQuorumResponseData(

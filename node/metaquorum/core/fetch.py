@@ -238,12 +238,13 @@ def try_complete_fetch_request(
         return build_fetch_response(node, Errors.NONE, snapshot=valid.offset_and_epoch), (), True
     if valid.kind is ValidationKind.DIVERGING:
         return build_fetch_response(node, Errors.NONE, valid.offset_and_epoch), (), True
-    assert node.progress is not None
+    leader = node.state
+    assert isinstance(leader, LeaderState)
     entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
     if replica_id >= 0:
         # Kafka's `updateReplicaState`: only a validated fetch counts, for the HW and for
         # check-quorum; caught-up is measured against the leader's *flushed* end offset.
-        if node.progress.update_replica(
+        if leader.data.progress.update_replica(
             replica_id, p.fetch_offset, node.log.flushed_offset, node.now_ms
         ):
             node.hw_moved = True
@@ -297,7 +298,9 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
             node.now_ms + request.max_wait_ms,
             (event.source, event.correlation_id, request),
         )
-        replaced = node.purgatory.park(parked)
+        st = node.state
+        assert isinstance(st, LeaderState)  # only a leader parks (errors are answered at once)
+        replaced = st.data.purgatory.park(parked)
         if replaced is not None:
             complete_parked_fetch(node, replaced)
     if node.hw_moved:
@@ -321,7 +324,10 @@ def complete_purgatory(node: RaftNode) -> None:
     """Answer every parked fetch that now has data, a newer HW, or has expired."""
     while True:
         node.hw_moved = False
-        done = node.purgatory.complete(node.log.end_offset, node.high_watermark, node.now_ms)
+        st = node.state
+        if not isinstance(st, LeaderState):
+            return
+        done = st.data.purgatory.complete(node.log.end_offset, node.high_watermark, node.now_ms)
         for parked in done:
             complete_parked_fetch(node, parked)
         if not node.hw_moved:

@@ -27,16 +27,17 @@ def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
     if now_ms >= st.check_quorum_deadline_ms:
         node.resign()
         return node.poll(now_ms)
-    if drain_due(node, now_ms):
+    if drain_due(node, st, now_ms):
         drain_accumulator(node, st)
-    expiry = node.purgatory.next_expiry_ms()
+    data = st.data
+    expiry = data.purgatory.next_expiry_ms()
     if expiry is not None and expiry <= now_ms:
         fetch.complete_purgatory(node)
     deadline = begin_quorum_epoch.poll_leader(node)
     current = node.state
     assert isinstance(current, LeaderState)
     deadline = min(deadline, current.check_quorum_deadline_ms)
-    for d in (node.accumulator.drain_deadline_ms(), node.purgatory.next_expiry_ms()):
+    for d in (data.accumulator.drain_deadline_ms(), data.purgatory.next_expiry_ms()):
         if d is not None:
             deadline = min(deadline, d)
     return deadline
@@ -47,10 +48,9 @@ def poll_shutting_down_leader(node: RaftNode, st: LeaderState, now_ms: int) -> i
     (refused in `RaftNode`), write out the lingered ones at once, and resign when the most
     caught-up voter holds the whole log, so it wins its pre-vote and vote (a voter grants
     only to an up-to-date log). Bounded by `election.timeout.ms`: then it resigns anyway."""
-    if len(node.accumulator) > 0:
+    if len(st.data.accumulator) > 0:
         drain_accumulator(node, st)
-    progress = node.progress
-    assert progress is not None
+    progress = st.data.progress
     end = node.log.end_offset
     caught_up = any(
         s.end_offset is not None and s.end_offset >= end
@@ -64,12 +64,12 @@ def poll_shutting_down_leader(node: RaftNode, st: LeaderState, now_ms: int) -> i
     return min(poll_leader(node, st, now_ms), bound)
 
 
-def drain_due(node: RaftNode, now_ms: int) -> bool:
+def drain_due(node: RaftNode, st: LeaderState, now_ms: int) -> bool:
     """Linger expired or the batch is full; or (adaptive linger) the log is idle: everything
     appended is already flushed, so no fsync is running that a batch could join. Under load
     appends gather while the previous batch is being flushed (group commit); at low load an
     append goes out at once instead of waiting `append.linger.ms`."""
-    acc = node.accumulator
+    acc = st.data.accumulator
     if acc.ready(now_ms):
         return True
     return (
@@ -82,13 +82,13 @@ def drain_due(node: RaftNode, now_ms: int) -> bool:
 def drain_accumulator(node: RaftNode, st: LeaderState) -> None:
     """Turn lingered appends into log entries of this epoch; remember each append's end.
     The caller decided it is due (`drain_due`)."""
-    for batch in node.accumulator.drain(node.now_ms, force=True):
+    for batch in st.data.accumulator.drain(node.now_ms, force=True):
         entries: list[LogEntry] = []
         base = node.log.end_offset
         for item in batch:
             for value in item.values:
                 entries.append(LogEntry(base + len(entries), st.epoch, value))
-            node.pending_appends[item.append_id] = base + len(entries) - 1
+            st.data.pending_appends[item.append_id] = base + len(entries) - 1
         node.append_as_leader(entries)
 
 
@@ -99,8 +99,9 @@ def update_check_quorum_for_following_voter(node: RaftNode, replica_id: int) -> 
         return
     if replica_id == node.local_id:
         return
-    node.fetched_voters.add(replica_id)
-    if len(node.fetched_voters) >= len(node.voters) // 2:
-        node.fetched_voters.clear()
+    fetched = st.data.fetched_voters
+    fetched.add(replica_id)
+    if len(fetched) >= len(node.voters) // 2:
+        fetched.clear()
         deadline = node.now_ms + node.config.check_quorum_timeout_ms
         node.update_state(replace(st, check_quorum_deadline_ms=deadline))

@@ -18,7 +18,7 @@ Invariants:
 from __future__ import annotations
 
 from metaquorum.core import dispatch, fetch, leader
-from metaquorum.core.batch_accumulator import BatchAccumulator, PendingAppend
+from metaquorum.core.batch_accumulator import PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
     AppendCommitted,
@@ -45,9 +45,9 @@ from metaquorum.core.events import (
     ResponseReceived,
     Shutdown,
 )
-from metaquorum.core.fetch_purgatory import FetchPurgatory
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.leader_data import LeaderData
 from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.request_manager import RequestManager
@@ -94,11 +94,6 @@ class RaftNode:
         self.voter_history = VoterSetHistory(voters)
         self.voters: VoterSet = voters  # == voter_history.latest(), cached (hot path)
         self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
-        self.purgatory: FetchPurgatory[fetch.ParkedRequest] = FetchPurgatory()
-        self.accumulator = BatchAccumulator(config.append_linger_ms, config.max_batch_size_bytes)
-        self.progress: LeaderProgress | None = None
-        self.fetched_voters: set[int] = set()
-        self.pending_appends: dict[int, int] = {}
         self.hw_moved = False
         self.effects: list[Effect] = []
         self.now_ms = now_ms
@@ -125,10 +120,22 @@ class RaftNode:
         return self.state.election(self.local_id).leader_id
 
     @property
+    def leader_data(self) -> LeaderData | None:
+        """The current term's data when leading (owned by the LeaderState), else None."""
+        st = self.state
+        return st.data if isinstance(st, LeaderState) else None
+
+    @property
+    def progress(self) -> LeaderProgress | None:
+        data = self.leader_data
+        return None if data is None else data.progress
+
+    @property
     def high_watermark(self) -> int | None:
-        if isinstance(self.state, LeaderState):
-            return self.progress.high_watermark if self.progress else None
-        return self.state.high_watermark
+        st = self.state
+        if isinstance(st, LeaderState):
+            return st.data.progress.high_watermark
+        return st.high_watermark
 
     @property
     def shutdown_complete(self) -> bool:
@@ -235,16 +242,18 @@ class RaftNode:
             self.emit(LeaderChanged(pair[0], pair[1]))
 
     def _leave_leadership(self, new: EpochState) -> None:
-        for item in self.accumulator.abandon():
+        old = self.state
+        assert isinstance(old, LeaderState)
+        data = old.data
+        for item in data.accumulator.abandon():
             self.emit(AppendFailed(item.append_id, "NOT_LEADER_OR_FOLLOWER"))
-        for append_id in sorted(self.pending_appends):
+        for append_id in sorted(data.pending_appends):
             self.emit(AppendFailed(append_id, "NOT_LEADER_OR_FOLLOWER"))
-        self.pending_appends.clear()
-        parked = self.purgatory.drain()
+        data.pending_appends.clear()
+        parked = data.purgatory.drain()
         self.state = new  # answer parked fetches with the new state's error and leader hint
         for f in parked:
             fetch.complete_parked_fetch(self, f)
-        self.progress = None
 
     def transition_to_unattached(self, epoch: int, leader_id: int | None = None) -> None:
         """Kafka 4.3 `QuorumState.transitionToUnattached`: the remaining election timer is kept
@@ -306,10 +315,8 @@ class RaftNode:
         assert isinstance(st, CandidateState)
         start = self.log.end_offset
         cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
-        self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms))
-        self.progress = LeaderProgress(self.local_id, self.voters.voter_ids, start)
-        self.fetched_voters = set()
-        self.purgatory = FetchPurgatory()
+        data = LeaderData(self.local_id, self.voters.voter_ids, start, self.config)
+        self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
         # KIP-595: the new leader opens its epoch with a LeaderChange control record naming
         # every current voter and those that granted the election.
         message = LeaderChangeMessage(
@@ -325,8 +332,8 @@ class RaftNode:
     def resign(self) -> None:
         """Leader -> Resigned (check-quorum expiry or graceful shutdown)."""
         st = self.state
-        assert isinstance(st, LeaderState) and self.progress is not None
-        successors = tuple(self.progress.voters_by_descending_offset())
+        assert isinstance(st, LeaderState)
+        successors = tuple(st.data.progress.voters_by_descending_offset())
         deadline = self.now_ms + self.random_election_timeout_ms()
         hw = self.high_watermark
         self.transition_to(ResignedState(st.epoch, deadline, frozenset(successors), successors, hw))
@@ -349,10 +356,11 @@ class RaftNode:
 
     # --- leader append path ------------------------------------------------------------------
     def _handle_client_append(self, event: ClientAppend) -> None:
-        if not isinstance(self.state, LeaderState) or self.shutting_down:
+        st = self.state
+        if not isinstance(st, LeaderState) or self.shutting_down:
             self.emit(AppendFailed(event.append_id, "NOT_LEADER_OR_FOLLOWER"))
             return
-        self.accumulator.append(PendingAppend(event.append_id, event.values), self.now_ms)
+        st.data.accumulator.append(PendingAppend(event.append_id, event.values), self.now_ms)
 
     def append_as_leader(self, entries: list[LogEntry]) -> None:
         self._append_as_leader(entries)
@@ -374,7 +382,7 @@ class RaftNode:
 
     def _handle_flushed(self, offset: int) -> None:
         self.log.mark_flushed(offset)
-        if isinstance(self.state, LeaderState) and self.progress is not None:
+        if isinstance(self.state, LeaderState):
             self.leader_local_progress()
 
     def leader_local_progress(self) -> None:
@@ -388,10 +396,12 @@ class RaftNode:
         if hw is not None and hw > self._reported_hw:
             self._reported_hw = hw
             self.emit(HighWatermarkAdvanced(hw))
-            if self.pending_appends:
-                done = sorted((o, a) for a, o in self.pending_appends.items() if o < hw)
+            data = self.leader_data
+            if data is not None and data.pending_appends:
+                pending = data.pending_appends
+                done = sorted((o, a) for a, o in pending.items() if o < hw)
                 for last_offset, append_id in done:
-                    del self.pending_appends[append_id]
+                    del pending[append_id]
                     self.emit(AppendCommitted(append_id, last_offset))
 
     # --- dispatch ----------------------------------------------------------------------------

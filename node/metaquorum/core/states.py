@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
+from metaquorum.core.leader_data import LeaderData
 from metaquorum.core.vote_tally import VoteTally
 
 
@@ -117,13 +118,16 @@ class CandidateState:
 
 @dataclass(frozen=True, slots=True)
 class LeaderState:
-    """Leading `epoch`; replication progress lives in the mutable `LeaderProgress` leaf."""
+    """Leading `epoch`; the term's mutable data lives in `data` (`LeaderData`)."""
 
     epoch: int
     epoch_start_offset: int
     granting_voters: frozenset[int]
     check_quorum_deadline_ms: int
     begin_quorum_epoch_deadline_ms: int
+    # The term's mutable data (progress, accumulator, purgatory, pending appends): owned here,
+    # not by the node; kept across in-place updates (`dataclasses.replace` copies the reference).
+    data: LeaderData = field(default_factory=LeaderData.empty, compare=False, repr=False)
     role: Role = field(default=Role.LEADER, init=False)
 
     def election(self, local_id: int) -> ElectionState:

@@ -1,0 +1,44 @@
+"""The leader's mutable data for one term, owned by its `LeaderState` (Kafka's `LeaderState`
+owns its voter states, batch accumulator and, with KIP-853, the add/remove-voter handler state).
+
+Role: everything a leader keeps while it leads and drops when it stops: replication progress
+and the high watermark (`LeaderProgress`), the voters that fetched in the current check-quorum
+window, the batch accumulator (append linger), the long-poll fetch purgatory and the appends
+waiting for the HW. Handlers reach it through the state (`LeaderState.data`), never through
+attributes of the node.
+Invariants: created with the term (`RaftNode.transition_to_leader`), never shared between
+terms; leaving leadership fails every pending append and answers every parked fetch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from metaquorum.core.batch_accumulator import BatchAccumulator
+from metaquorum.core.config import QuorumConfig
+from metaquorum.core.fetch_purgatory import FetchPurgatory
+from metaquorum.core.high_watermark import LeaderProgress
+
+
+class LeaderData:
+    __slots__ = ("accumulator", "fetched_voters", "pending_appends", "progress", "purgatory")
+
+    def __init__(
+        self,
+        local_id: int,
+        voters: Iterable[int],
+        epoch_start_offset: int,
+        config: QuorumConfig | None = None,
+    ) -> None:
+        cfg = config or QuorumConfig()
+        self.progress = LeaderProgress(local_id, voters, epoch_start_offset)
+        self.fetched_voters: set[int] = set()
+        self.accumulator = BatchAccumulator(cfg.append_linger_ms, cfg.max_batch_size_bytes)
+        self.purgatory: FetchPurgatory[Any] = FetchPurgatory()
+        self.pending_appends: dict[int, int] = {}  # append id -> its last offset
+
+    @classmethod
+    def empty(cls) -> LeaderData:
+        """Placeholder data for a LeaderState built outside a node (tests, tools)."""
+        return cls(-1, (), 0)
