@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,65 @@ def test_observer_catches_up_and_is_described(tmp_path: Path) -> None:
         assert q.leader() is not None
     finally:
         q.stop_all()
+
+
+def test_deposed_leader_never_serves_a_stale_read(tmp_path: Path) -> None:
+    """A leader cut off from both followers still believes it leads until check-quorum resigns
+    it; meanwhile the others elect a successor and commit a write. A consumer reading from the
+    old leader must never get an answer (error NONE) whose HW misses that acknowledged write:
+    the read lease (core/read_lease.py) makes it answer NOT_LEADER_OR_FOLLOWER instead. Before
+    the lease, the old leader answered such stale reads for a few hundred ms."""
+    from metaquorum.net.connection import KafkaConnection
+    from metaquorum.protocol.api_keys import ApiKeys
+    from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
+    from metaquorum.protocol.types import METADATA_TOPIC_ID
+
+    q, proxies = _partitioned_quorum(tmp_path)
+    q.start_all()
+    try:
+        old, epoch = q.wait_for_leader(30)
+        _append(q, [b"before-partition"])
+
+        async def scenario() -> list[tuple[float, int]]:
+            conn = KafkaConnection("127.0.0.1", q.nodes[old].port)
+            request = FetchRequestData(
+                replica_id=-1, max_wait_ms=0, max_bytes=1 << 16,
+                topics=[FetchRequestData.FetchTopic(
+                    topic="__cluster_metadata", topic_id=METADATA_TOPIC_ID,
+                    partitions=[FetchRequestData.FetchPartition(partition=0, fetch_offset=0)],
+                )],
+            )  # fmt: skip
+            answers: list[tuple[float, int, int]] = []  # (sent at, error, hw)
+            stop = asyncio.Event()
+
+            async def poll_old_leader() -> None:
+                while not stop.is_set():
+                    sent = time.monotonic()  # a read that starts after the ack must see it
+                    try:
+                        r = await conn.request(ApiKeys.FETCH, 12, request, 2)
+                        assert isinstance(r, FetchResponseData)
+                        p = r.responses[0].partitions[0]
+                        answers.append((sent, p.error_code, p.high_watermark))
+                    except (TimeoutError, ConnectionError):
+                        pass
+                    await asyncio.sleep(0.005)
+
+            poller = asyncio.create_task(poll_old_leader())
+            for (s, d), p in proxies.items():
+                if old in (s, d):
+                    p.cut()
+            await asyncio.to_thread(q.wait_for_leader, 20, {old}, epoch + 1)
+            acked = await asyncio.to_thread(_append, q, [b"after-partition"])
+            acked_at = time.monotonic()
+            await asyncio.sleep(2.0)  # past the old leader's check-quorum resignation
+            stop.set()
+            await poller
+            await conn.close()
+            return [(t, hw) for t, err, hw in answers if t > acked_at and err == 0 and hw <= acked]
+
+        stale = asyncio.run(scenario())  # (sent at, hw) of reads that missed the write
+        assert stale == [], f"{len(stale)} reads from the deposed leader missed an acked write"
+    finally:
+        q.stop_all()
+        for p in proxies.values():
+            p.close()

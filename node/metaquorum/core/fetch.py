@@ -282,12 +282,16 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
         respond(build_fetch_response(node, Errors.INVALID_REQUEST))
         return
     replica_id = _replica_id(request)
+    leader = node.state
+    if isinstance(leader, LeaderState) and p.current_leader_epoch == node.epoch:
+        leader.data.progress.fetch_arrived(replica_id)
     response, entries, diverged = try_complete_fetch_request(node, replica_id, p)
     part = response.responses[0].partitions[0]
     hw = node.high_watermark
     follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark
     hw_stale = hw is not None and follower_hw is not None and follower_hw < hw
     if part.error_code != 0 or entries or request.max_wait_ms == 0 or diverged or hw_stale:
+        _note_response_sent(node, replica_id, response)
         respond(response, entries)
     else:
         parked = ParkedFetch(
@@ -317,7 +321,14 @@ def complete_parked_fetch(node: RaftNode, parked: ParkedFetch[ParkedRequest]) ->
         response, entries = build_fetch_response(node, Errors.NOT_LEADER_OR_FOLLOWER), ()
         if node.epoch > request.topics[0].partitions[0].current_leader_epoch:
             response = build_fetch_response(node, Errors.FENCED_LEADER_EPOCH)
+    _note_response_sent(node, parked.replica_id, response)
     node.emit(SendResponse(source, correlation_id, response, entries))
+
+
+def _note_response_sent(node: RaftNode, replica_id: int, response: FetchResponseData) -> None:
+    st = node.state
+    if isinstance(st, LeaderState) and response.responses[0].partitions[0].error_code == 0:
+        st.data.progress.response_sent(replica_id, node.now_ms)
 
 
 def complete_purgatory(node: RaftNode) -> None:

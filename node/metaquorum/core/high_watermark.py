@@ -46,6 +46,11 @@ class ReplicaProgress:
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
     last_fetch_leader_end_offset: int = -1
+    # Read lease (core/read_lease.py): when this leader last sent the replica a successful
+    # Fetch response, and the send time of the last response the replica has provably received
+    # (it fetched again after it: one fetch in flight per replica).
+    last_response_ms: int = -1
+    received_response_ms: int = -1
 
 
 class LeaderProgress:
@@ -92,6 +97,18 @@ class LeaderProgress:
         state.last_fetch_ms = max(state.last_fetch_ms, now_ms)
         state.last_fetch_leader_end_offset = leader_end_offset
         return replica_id in self.voters and self._maybe_advance()
+
+    def fetch_arrived(self, replica_id: int) -> None:
+        """A new Fetch from a voter: it received our previous response (read lease)."""
+        state = self.voters.get(replica_id)
+        if state is not None:
+            state.received_response_ms = max(state.received_response_ms, state.last_response_ms)
+
+    def response_sent(self, replica_id: int, now_ms: int) -> None:
+        """A successful Fetch response left for a voter (its fetch timer restarts on it)."""
+        state = self.voters.get(replica_id)
+        if state is not None:
+            state.last_response_ms = now_ms
 
     def active_observers(self, now_ms: int) -> dict[int, ReplicaProgress]:
         """Kafka's `observerStates(now)`: observers that fetched within the observer session

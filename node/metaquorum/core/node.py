@@ -50,6 +50,7 @@ from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.leader_data import LeaderData
 from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
+from metaquorum.core.read_lease import holds_read_lease
 from metaquorum.core.request_manager import RequestManager
 from metaquorum.core.rng import RandomSource
 from metaquorum.core.states import (
@@ -129,6 +130,14 @@ class RaftNode:
     def progress(self) -> LeaderProgress | None:
         data = self.leader_data
         return None if data is None else data.progress
+
+    def holds_read_lease(self, now_ms: int) -> bool:
+        """May this leader answer a consumer read at `now_ms` (core/read_lease.py)?"""
+        st = self.state
+        if not isinstance(st, LeaderState):
+            return False
+        voters = st.data.progress.voters
+        return holds_read_lease(self.local_id, voters, self.config.fetch_timeout_ms, now_ms)
 
     @property
     def high_watermark(self) -> int | None:

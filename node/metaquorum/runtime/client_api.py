@@ -9,8 +9,9 @@ Role:
   TimeoutMs gets REQUEST_TIMED_OUT (the append may still commit later).
 - Fetch as a consumer (ReplicaId < 0): served by this layer from the leader's stored batches,
   only whole batches below the high watermark (committed data only); an empty read long-polls
-  until the HW moves or MaxWaitMs passes. A non-leader answers NOT_LEADER_OR_FOLLOWER with the
-  current leader and epoch.
+  until the HW moves or MaxWaitMs passes. A non-leader, or a leader without its read lease (no
+  majority fetched within 0.75 x fetch.timeout.ms: it may have been deposed), answers
+  NOT_LEADER_OR_FOLLOWER with the current leader and epoch.
 Invariants: nothing above the HW is ever returned to a consumer; a Produce is answered with
 success only after `AppendCommitted` (the records are on a majority's disks).
 """
@@ -179,7 +180,9 @@ class ClientApi:
         node = self.driver.node
         deadline = asyncio.get_running_loop().time() + max(0, request.max_wait_ms) / 1000
         while True:
-            if not isinstance(node.state, LeaderState):
+            # The read lease (core/read_lease.py): a leader that cannot be sure no successor
+            # exists answers as a non-leader, so a client never reads a stale HW.
+            if not node.holds_read_lease(self.driver.clock.now_ms()):
                 return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
             hw = node.high_watermark or 0
             if not node.log.start_offset <= part.fetch_offset <= node.log.end_offset:

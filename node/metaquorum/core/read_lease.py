@@ -1,0 +1,57 @@
+"""The leader's read lease: may a (deposed but unaware) leader still answer a consumer read?
+
+Role: a consumer Fetch is answered from the leader's high watermark without a round of the
+log (metaquorum's own client path; Kafka's KRaft has no such read). A leader cut off from the
+others keeps believing it leads until check-quorum resigns it (1.5 x fetch.timeout.ms), while
+the others may elect a successor after fetch.timeout.ms and commit writes: without a lease
+the old leader would answer reads that miss acknowledged writes (stale reads, not
+linearizable). The lease holds while a majority of voters (the leader counting for itself)
+received a successful Fetch response from this leader that was sent within
+`LEASE_FRACTION x fetch.timeout.ms` (received: the voter fetched again after it).
+
+Why that is safe (KIP-595, Kafka 4.3 `FollowerState.canGrantVote`): a follower restarts its fetch
+timer when it receives a successful response, and grants no vote (nor pre-vote) while that
+timer runs; the leader grants none. A response sent at t is received after t, so that voter
+votes for nobody before t + fetch.timeout.ms. Any new majority intersects the fresh one in such
+a voter or in the leader, so no successor exists before then. (The time a fetch *arrived* is not
+enough: a parked fetch answered after a partition may never reach the follower, whose timer
+then runs from an older response; the first integration run of this lease showed exactly
+that.) The fraction leaves room for clock-rate drift between hosts (the same assumption as
+etcd's lease-based reads; clocks are not compared, only durations).
+Invariant: pure (times come in as arguments); a one-voter quorum always holds its lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from metaquorum.core.high_watermark import ReplicaProgress
+
+LEASE_FRACTION = 0.75
+
+
+def read_lease_end_ms(
+    local_id: int, voters: Mapping[int, ReplicaProgress], fetch_timeout_ms: int
+) -> int | None:
+    """Until when this leader may answer reads (None: never; a one-voter quorum: forever)."""
+    others = sorted(
+        (
+            s.received_response_ms
+            for v, s in voters.items()
+            if v != local_id and s.received_response_ms >= 0
+        ),
+        reverse=True,
+    )
+    needed = len(voters) // 2  # other voters that, with the leader, make a majority
+    if needed == 0:
+        return 2**62
+    if len(others) < needed:
+        return None
+    return others[needed - 1] + int(fetch_timeout_ms * LEASE_FRACTION)
+
+
+def holds_read_lease(
+    local_id: int, voters: Mapping[int, ReplicaProgress], fetch_timeout_ms: int, now_ms: int
+) -> bool:
+    end = read_lease_end_ms(local_id, voters, fetch_timeout_ms)
+    return end is not None and now_ms < end
