@@ -5,8 +5,9 @@ when one of these breaks:
 - `single-leader`: at most one leader per epoch;
 - `epoch-monotonic`: a node's epoch never decreases, across restarts too (quorum-state);
 - `hw-monotonic`: a node's HW never decreases within one incarnation;
-- `hw-majority-flushed`: when a leader's HW moves to h, a majority of voters have the entry at
-  h-1 (same epoch) *flushed* on disk;
+- `hw-majority-flushed`: when a leader's HW moves to h, a majority of the voters *as of offset
+  h-1* (the checker holds a voter-set history, ready for KIP-853) have the entry at h-1 (same
+  epoch) *flushed* on disk;
 - `hw-own-epoch`: a leader exposes a HW only above its epoch start offset (its own record);
 - `log-matching`: an entry at (offset, epoch) is the same everywhere, with the same previous
   epoch (so equal entries imply equal prefixes);
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from metaquorum.core.log import LogEntry
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
+from metaquorum.core.voter_set import VoterSet, VoterSetHistory
 from metaquorum.sim.disk import MemoryDisk
 
 
@@ -37,9 +39,14 @@ class Violation:
 
 
 class InvariantChecker:
-    def __init__(self, voters: frozenset[int]):
-        self.voters = voters
-        self.majority = len(voters) // 2 + 1
+    def __init__(self, voters: VoterSetHistory | frozenset[int]):
+        # The voter set as of each offset (KIP-853 changes it through the log); a frozen set
+        # is a history of one bootstrap set.
+        if isinstance(voters, VoterSetHistory):
+            self.history = voters
+        else:
+            self.history = VoterSetHistory(VoterSet.of(voters))
+
         self.violations: list[Violation] = []
         self.leaders: dict[int, int] = {}
         self.max_epoch: dict[int, int] = {}
@@ -50,6 +57,14 @@ class InvariantChecker:
         self.verified: dict[int, int] = {}
         self.event_index = 0
         self.now_ms = 0
+
+    def voters_at(self, offset: int) -> frozenset[int]:
+        """The voters whose majority commits the entry at `offset`."""
+        return self.history.at(offset).voter_ids
+
+    @property
+    def voters(self) -> frozenset[int]:
+        return self.history.latest().voter_ids
 
     def fail(self, kind: str, detail: str) -> None:
         if len(self.violations) < 20:
@@ -102,13 +117,14 @@ class InvariantChecker:
                 )
             last_epoch = log.entry(hw - 1).epoch
             holders = 0
-            for v in self.voters:
+            voters = self.voters_at(hw - 1)
+            for v in voters:
                 d = disks[v]
                 if d.flushed >= hw and d.epoch_at(hw - 1) == last_epoch:
                     holders += 1
                 elif d.snapshot is not None and d.snapshot.snapshot_id.offset >= hw:
                     holders += 1  # inside a durable snapshot (checked against committed data)
-            if holders < self.majority:
+            if holders < len(voters) // 2 + 1:
                 self.fail(
                     "hw-majority-flushed", f"leader {nid} HW {hw} flushed on {holders} voters"
                 )
