@@ -17,8 +17,6 @@ from metaquorum.protocol import json_form
 from metaquorum.protocol.control_records import (
     CONTROL_VALUE_VERSION,
     DUMP_NAMES,
-    ControlMessage,
-    ControlRecordType,
     build_control_batch,
     control_record_type_of,
     control_records_of,
@@ -26,6 +24,7 @@ from metaquorum.protocol.control_records import (
     snapshot_footer_batch,
     snapshot_header_batch,
 )
+from metaquorum.protocol.control_types import ControlMessage, ControlRecordType
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
     KRaftVersionRecord,

@@ -21,13 +21,7 @@ from enum import Enum
 from typing import Protocol
 
 from metaquorum.core.ids import OffsetAndEpoch
-from metaquorum.protocol.messages import (
-    KRaftVersionRecord,
-    LeaderChangeMessage,
-    SnapshotFooterRecord,
-    SnapshotHeaderRecord,
-    VotersRecord,
-)
+from metaquorum.protocol.control_types import MESSAGE_OF, ControlMessage
 
 
 class EntryKind(Enum):
@@ -42,20 +36,9 @@ class EntryKind(Enum):
     KRAFT_VOTERS = 6
 
 
-# The typed value of each control entry: the generated record class of its type.
-ControlMessage = (
-    LeaderChangeMessage
-    | SnapshotHeaderRecord
-    | SnapshotFooterRecord
-    | KRaftVersionRecord
-    | VotersRecord
-)
+# The typed value of each control entry: Kafka's generated record class of its type.
 CONTROL_KIND: dict[type[object], EntryKind] = {
-    LeaderChangeMessage: EntryKind.LEADER_CHANGE,
-    SnapshotHeaderRecord: EntryKind.SNAPSHOT_HEADER,
-    SnapshotFooterRecord: EntryKind.SNAPSHOT_FOOTER,
-    KRaftVersionRecord: EntryKind.KRAFT_VERSION,
-    VotersRecord: EntryKind.KRAFT_VOTERS,
+    cls: EntryKind(int(kind)) for kind, cls in MESSAGE_OF.items()
 }
 
 

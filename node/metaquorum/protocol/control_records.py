@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from enum import IntEnum
-from typing import Any
 
+from metaquorum.protocol.control_types import (
+    MESSAGE_OF,
+    TYPE_OF,
+    ControlMessage,
+    ControlRecordType,
+)
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
     KRaftVersionRecord,
@@ -35,36 +39,8 @@ CURRENT_CONTROL_RECORD_KEY_VERSION = 0
 CONTROL_VALUE_VERSION = 0  # every *_CURRENT_VERSION in Kafka's ControlRecordUtils
 _KEY = struct.Struct(">hh")
 
-ControlMessage = (
-    LeaderChangeMessage
-    | SnapshotHeaderRecord
-    | SnapshotFooterRecord
-    | KRaftVersionRecord
-    | VotersRecord
-)
-
-
-class ControlRecordType(IntEnum):
-    """Kafka's ControlRecordType ids."""
-
-    UNKNOWN = -1
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
-
-
-_MESSAGE_OF: dict[ControlRecordType, type[Any]] = {
-    ControlRecordType.LEADER_CHANGE: LeaderChangeMessage,
-    ControlRecordType.SNAPSHOT_HEADER: SnapshotHeaderRecord,
-    ControlRecordType.SNAPSHOT_FOOTER: SnapshotFooterRecord,
-    ControlRecordType.KRAFT_VERSION: KRaftVersionRecord,
-    ControlRecordType.KRAFT_VOTERS: VotersRecord,
-}
-_TYPE_OF: dict[type[Any], ControlRecordType] = {v: k for k, v in _MESSAGE_OF.items()}
+_MESSAGE_OF = MESSAGE_OF
+_TYPE_OF = TYPE_OF
 # The names Kafka's DumpLogSegments prints before each decoded control record.
 DUMP_NAMES: dict[ControlRecordType, str] = {
     ControlRecordType.LEADER_CHANGE: "LeaderChange",

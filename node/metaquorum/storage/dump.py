@@ -17,11 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from metaquorum.protocol import json_form
-from metaquorum.protocol.control_records import (
-    DUMP_NAMES,
-    ControlRecordType,
-    decode_control_record,
-)
+from metaquorum.protocol.control_records import DUMP_NAMES, decode_control_record
+from metaquorum.protocol.control_types import ControlRecordType
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.records import (
     CompressionType,

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metaquorum.protocol.control_records import (
-    ControlRecordType,
     decode_control_record,
     snapshot_footer_batch,
     snapshot_header_batch,
 )
+from metaquorum.protocol.control_types import ControlRecordType
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import KRaftVersionRecord, SnapshotHeaderRecord, VotersRecord
 from metaquorum.protocol.records import Record, SimpleRecord, build_batch

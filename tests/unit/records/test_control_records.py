@@ -6,7 +6,6 @@ import struct
 
 import pytest
 from metaquorum.protocol.control_records import (
-    ControlRecordType,
     build_control_batch,
     control_record,
     control_records_of,
@@ -16,6 +15,7 @@ from metaquorum.protocol.control_records import (
     snapshot_footer_batch,
     snapshot_header_batch,
 )
+from metaquorum.protocol.control_types import ControlRecordType
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
     KRaftVersionRecord,

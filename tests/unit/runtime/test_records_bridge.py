@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from metaquorum.core.log import EntryKind, LogEntry
 from metaquorum.protocol.control_records import (
-    ControlRecordType,
     control_records_of,
     leader_change_batch,
     snapshot_footer_batch,
 )
+from metaquorum.protocol.control_types import ControlRecordType
 from metaquorum.protocol.messages import (
     KRaftVersionRecord,
     LeaderChangeMessage,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.listener import Batch
 from metaquorum.core.log import Snapshot
-from metaquorum.protocol.control_records import ControlRecordType, control_records_of
+from metaquorum.protocol.control_records import control_records_of
+from metaquorum.protocol.control_types import ControlRecordType
 from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.state_machine import KeyValueStateMachine
 
