@@ -18,6 +18,12 @@ enough: a parked fetch answered after a partition may never reach the follower, 
 then runs from an older response; the first integration run of this lease showed exactly
 that.) The fraction leaves room for clock-rate drift between hosts (the same assumption as
 etcd's lease-based reads; clocks are not compared, only durations).
+Assumption, and its one known hole: a follower sends its next Fetch only after the previous
+response arrived (one fetch in flight; true while its connection lives and
+`request.timeout.ms >= fetch.timeout.ms`, Kafka's defaults). If a connection drops after the
+leader wrote a response and the follower retries on a new one, the leader counts a response
+that was never read; the lease can then outlive the follower's timer by up to the long-poll
+wait. Closing it needs a read-index round trip, which Kafka's Fetch has no field for.
 Invariant: pure (times come in as arguments); a one-voter quorum always holds its lease.
 """
 
