@@ -22,6 +22,7 @@ from typing import Protocol
 
 from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.protocol.control_types import MESSAGE_OF, ControlMessage
+from metaquorum.protocol.messages import LeaderChangeMessage
 
 
 class EntryKind(Enum):
@@ -63,6 +64,19 @@ class LogEntry:
     @property
     def is_control(self) -> bool:
         return self.kind is not EntryKind.DATA
+
+
+def leader_change_message(
+    leader_id: int, voters: Iterable[int], granting_voters: Iterable[int]
+) -> LeaderChangeMessage:
+    """KIP-595's LeaderChangeMessage (version 0, as Kafka writes it): the leader, every current
+    voter and the voters that granted its election, ids in ascending order."""
+    return LeaderChangeMessage(
+        version=0,
+        leader_id=leader_id,
+        voters=[LeaderChangeMessage.Voter(voter_id=v) for v in sorted(voters)],
+        granting_voters=[LeaderChangeMessage.Voter(voter_id=v) for v in sorted(granting_voters)],
+    )
 
 
 class LogChangeListener(Protocol):

@@ -48,7 +48,7 @@ from metaquorum.core.events import (
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.leader_data import LeaderData
-from metaquorum.core.log import LogEntry, RaftLog
+from metaquorum.core.log import LogEntry, RaftLog, leader_change_message
 from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.read_lease import holds_read_lease
 from metaquorum.core.request_manager import RequestManager
@@ -66,7 +66,6 @@ from metaquorum.core.states import (
 from metaquorum.core.transitions import check_in_place_update, check_transition
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import VoterSet, VoterSetHistory
-from metaquorum.protocol.messages import LeaderChangeMessage
 
 NEVER = 2**62
 
@@ -328,14 +327,7 @@ class RaftNode:
         self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
         # KIP-595: the new leader opens its epoch with a LeaderChange control record naming
         # every current voter and those that granted the election.
-        message = LeaderChangeMessage(
-            version=0,
-            leader_id=self.local_id,
-            voters=[LeaderChangeMessage.Voter(voter_id=v) for v in sorted(self.voters.voter_ids)],
-            granting_voters=[
-                LeaderChangeMessage.Voter(voter_id=v) for v in sorted(st.tally.granted)
-            ],
-        )
+        message = leader_change_message(self.local_id, self.voters.voter_ids, st.tally.granted)
         self._append_as_leader([LogEntry.of_control(start, st.epoch, message)])
 
     def resign(self) -> None:

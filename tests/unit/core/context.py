@@ -31,7 +31,7 @@ from metaquorum.core.events import (
     ResponseReceived,
 )
 from metaquorum.core.ids import ReplicaKey
-from metaquorum.core.log import LogEntry, RaftLog
+from metaquorum.core.log import LogEntry, RaftLog, leader_change_message
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import ElectionState
 from metaquorum.core.voter_set import VoterSet
@@ -40,7 +40,6 @@ from metaquorum.protocol.messages import (
     EndQuorumEpochRequestData,
     FetchRequestData,
     FetchResponseData,
-    LeaderChangeMessage,
     VoteRequestData,
     VoteResponseData,
 )
@@ -277,13 +276,7 @@ def entries(start: int, epochs: list[int]) -> tuple[LogEntry, ...]:
 def leader_change(
     offset: int, epoch: int, leader: int, voters: list[int], granting: list[int]
 ) -> LogEntry:
-    message = LeaderChangeMessage(
-        version=0,
-        leader_id=leader,
-        voters=[LeaderChangeMessage.Voter(voter_id=v) for v in voters],
-        granting_voters=[LeaderChangeMessage.Voter(voter_id=v) for v in granting],
-    )
-    return LogEntry.of_control(offset, epoch, message)
+    return LogEntry.of_control(offset, epoch, leader_change_message(leader, voters, granting))
 
 
 def voted(epoch: int, candidate: int) -> ElectionState:

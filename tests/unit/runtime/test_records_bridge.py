@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metaquorum.core.log import EntryKind, LogEntry
+from metaquorum.core.log import EntryKind, LogEntry, leader_change_message
 from metaquorum.protocol.control_records import (
     control_records_of,
     leader_change_batch,
@@ -15,7 +15,6 @@ from metaquorum.protocol.control_records import (
 from metaquorum.protocol.control_types import ControlRecordType
 from metaquorum.protocol.messages import (
     KRaftVersionRecord,
-    LeaderChangeMessage,
     SnapshotFooterRecord,
     VotersRecord,
 )
@@ -27,14 +26,7 @@ from metaquorum.runtime.records_bridge import (
     entries_from_records,
 )
 
-
-def _lc(leader: int, voters: list[int], granting: list[int]) -> LeaderChangeMessage:
-    return LeaderChangeMessage(
-        version=0,
-        leader_id=leader,
-        voters=[LeaderChangeMessage.Voter(voter_id=v) for v in voters],
-        granting_voters=[LeaderChangeMessage.Voter(voter_id=v) for v in granting],
-    )
+_lc = leader_change_message
 
 
 def _voters(ids: list[int]) -> VotersRecord:
