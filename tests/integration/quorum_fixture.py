@@ -30,9 +30,13 @@ def wait_for(cond: object, timeout_s: float, what: str) -> None:
 
 @contextmanager
 def running_quorum(
-    base: Path, voters: int = 3, extra: dict[str, str] | None = None, observers: int = 0
+    base: Path,
+    voters: int = 3,
+    extra: dict[str, str] | None = None,
+    observers: int = 0,
+    dynamic: bool = False,
 ) -> Iterator[LocalQuorum]:
-    q = LocalQuorum(base, voters, observers=observers, extra=extra)
+    q = LocalQuorum(base, voters, observers=observers, extra=extra, dynamic=dynamic)
     q.write_configs()
     q.format()
     q.start_all()

@@ -57,6 +57,30 @@ def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
     assert all(n.process is not None and n.process.returncode == 0 for n in q.nodes.values())
 
 
+def test_quorum_formatted_with_initial_controllers_runs_from_its_bootstrap_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """KIP-853 bootstrap: configs name only controller.quorum.bootstrap.servers; the voter set,
+    directory ids and endpoints come from the checkpoint `format --initial-controllers` wrote,
+    and drive the peer connections and DescribeQuorum's node list."""
+    with running_quorum(tmp_path, dynamic=True) as q:
+        for node in q.nodes.values():
+            assert "controller.quorum.voters" not in node.config_path.read_text()
+        leader, _ = q.wait_for_leader(30)
+        wait_for(
+            lambda: all((s or {}).get("high_watermark", -1) >= 1 for s in q.statuses().values()),
+            10,
+            "HW >= 1 everywhere",
+        )
+        r = our_cli(
+            "quorum", "--bootstrap-controller", q.nodes[leader].address, "describe", "--status"
+        )
+        assert r.returncode == 0, r.stderr
+        for nid, node in q.nodes.items():
+            assert f'"id": {nid}' in r.stdout
+            assert f"CONTROLLER://127.0.0.1:{node.port}" in r.stdout
+
+
 def test_kill_leader_elects_new_leader_and_old_leader_rejoins(tmp_path: Path) -> None:
     with running_quorum(tmp_path, extra=FAST) as q:
         old, epoch = q.wait_for_leader(30)

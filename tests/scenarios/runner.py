@@ -36,6 +36,7 @@ from metaquorum.core.effects import (
     SendRequest,
     SendResponse,
     TruncateLog,
+    VotersChanged,
     WriteSnapshot,
 )
 from metaquorum.core.events import CreateSnapshot, RequestReceived
@@ -211,6 +212,8 @@ def render_effect(e: Effect) -> str:
         return f"high-watermark {e.high_watermark}"
     if isinstance(e, LeaderChanged):
         return f"leader-changed leader={e.leader_id} epoch={e.epoch}"
+    if isinstance(e, VotersChanged):
+        return f"voters-changed {e.voters.sorted_ids()}"
     if isinstance(e, AppendCommitted):
         return f"append-committed id={e.append_id} last-offset={e.last_offset}"
     if isinstance(e, AppendFailed):

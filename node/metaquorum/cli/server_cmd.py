@@ -64,7 +64,7 @@ def _start(args: argparse.Namespace) -> int:
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             return runner.run(_main(config))
-    except (ProtocolError, OSError) as e:
+    except (ProtocolError, ConfigError, OSError) as e:
         print(f"metaquorum server start: {e}", file=sys.stderr)
         return 1
 

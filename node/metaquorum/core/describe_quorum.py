@@ -2,7 +2,8 @@
 
 Role: the leader reports its epoch, HW and, per voter and observer, the log end offset and
 the last fetch / last caught-up timestamps (the leader reports itself at `now`, with its
-flushed end offset); observers silent for Kafka's observer session timeout (5 min) are dropped.
+flushed end offset); observers silent for Kafka's observer session timeout (5 min) are dropped;
+v2's node list is every voter's listeners, from the voter set the core holds.
 Invariants: only the leader answers with data; any other replica answers top-level NONE with
 a partition-level NOT_LEADER_OR_FOLLOWER (Kafka's `singletonErrorResponse`); a request for any
 other partition gets UNKNOWN_TOPIC_OR_PARTITION.
@@ -53,6 +54,20 @@ def _replica_state(node: RaftNode, r: ReplicaProgress) -> DescribeQuorumResponse
     )
 
 
+def _nodes(node: RaftNode) -> list[DescribeQuorumResponseData.Node]:
+    """v2 (KIP-853): every voter's listeners, from the voter set (Kafka's RaftUtil)."""
+    return [
+        DescribeQuorumResponseData.Node(
+            node_id=v.key.id,
+            listeners=[
+                DescribeQuorumResponseData.Listener(name=e.name, host=e.host, port=e.port)
+                for e in v.endpoints
+            ],
+        )
+        for v in node.voters.nodes
+    ]
+
+
 def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData:
     st = node.state
     assert isinstance(st, LeaderState)
@@ -75,6 +90,7 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
         topics=[
             DescribeQuorumResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
         ],
+        nodes=_nodes(node),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
+from metaquorum.core.voter_set import VoterSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,16 @@ class LeaderChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class VotersChanged:
+    """The voter set as of the log's end changed (KIP-853: a VotersRecord appended, truncated
+    away or loaded from a snapshot): the driver re-points its peer connections and reports
+    these voters and endpoints (DescribeQuorum, DescribeCluster). Not emitted for the set the
+    node starts with, which its driver chose."""
+
+    voters: VoterSet
+
+
+@dataclass(frozen=True, slots=True)
 class AppendCommitted:
     append_id: int
     last_offset: int
@@ -100,6 +111,7 @@ Effect = (
     | InstallSnapshot
     | HighWatermarkAdvanced
     | LeaderChanged
+    | VotersChanged
     | AppendCommitted
     | AppendFailed
 )

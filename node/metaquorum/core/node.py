@@ -31,6 +31,7 @@ from metaquorum.core.effects import (
     PersistElectionState,
     SendRequest,
     Step,
+    VotersChanged,
     WriteSnapshot,
 )
 from metaquorum.core.events import (
@@ -100,6 +101,7 @@ class RaftNode:
         self._correlation = first_correlation_id
         self._reported_hw = -1
         self._reported_leader: tuple[int, int] | None = None
+        self._reported_voters = voters
         self._persisted: ElectionState | None = election
         self.shutting_down = False
         self.shutdown_started_ms = 0
@@ -393,6 +395,9 @@ class RaftNode:
             fetch.complete_purgatory(self)
 
     def _report_progress(self) -> None:
+        if self.voters is not self._reported_voters:
+            self._reported_voters = self.voters
+            self.emit(VotersChanged(self.voters))
         hw = self.high_watermark
         if hw is not None and hw > self._reported_hw:
             self._reported_hw = hw

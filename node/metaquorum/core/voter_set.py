@@ -1,47 +1,112 @@
-"""The voter set and its history by offset (KIP-595 static voters; room for KIP-853).
+"""The voter set: who votes, under which directory id, at which endpoints (KIP-595, KIP-853).
 
-Role: which replica ids vote, as of which log offset. Today the set comes from the static
-`controller.quorum.voters` or the bootstrap checkpoint and never changes; `VoterSetHistory`
-already answers "the voter set at offset o" and "the latest set" so that VotersRecord-driven
-changes (a later issue) only add entries.
-Invariants: history offsets strictly increase; every set is non-empty; `at(o)` is the entry
-with the greatest offset <= o (the bootstrap set, at offset -1, covers everything before).
+Role: Kafka's `VoterSet` / `VoterSet.VoterNode`. A voter is a `ReplicaKey` (id and, from
+kraft.version 1 on, its directory id), its endpoints by listener name, and the kraft.version
+range it supports. The set comes from the static `controller.quorum.voters` (no directory ids;
+endpoints on the controller listener), from the bootstrap checkpoint's VotersRecord
+(`format --standalone / --initial-controllers`), or, in a dynamic quorum, from the newest
+VotersRecord in the log (`VoterSetHistory`, fed by the log-change hook).
+Invariants: every set is non-empty; `voter_ids` equals the ids of `nodes` when nodes are known
+(a set built from bare ids has no endpoints); `is_voter(key)` matches Kafka's
+`VoterSet.isVoter`: same id, and the same directory id unless the voter has none.
+History offsets strictly increase; `at(o)` is the entry with the greatest offset <= o (the
+bootstrap set, at offset -1, covers everything before).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
+from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.vote_tally import majority_size
+from metaquorum.protocol.messages.control import VotersRecord
+from metaquorum.protocol.types import Uuid
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerEndpoint:
+    """One named listener of a voter (Kafka's `Endpoints` entry)."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class VoterNode:
+    """Kafka's `VoterSet.VoterNode`: key, endpoints, supported kraft.version range."""
+
+    key: ReplicaKey
+    endpoints: tuple[ListenerEndpoint, ...] = ()
+    kraft_version_min: int = 0
+    kraft_version_max: int = 0
+
+    def endpoint(self, listener: str) -> ListenerEndpoint | None:
+        return next((e for e in self.endpoints if e.name == listener), None)
 
 
 @dataclass(frozen=True, slots=True)
 class VoterSet:
     voter_ids: frozenset[int]
+    nodes: tuple[VoterNode, ...] = field(default=(), compare=True)
 
     def __post_init__(self) -> None:
         if not self.voter_ids:
             raise ValueError("a voter set needs at least one voter")
+        if self.nodes and frozenset(n.key.id for n in self.nodes) != self.voter_ids:
+            raise ValueError("a voter set's nodes must be exactly its voter ids")
 
     @classmethod
     def of(cls, ids: Iterable[int]) -> VoterSet:
         return cls(frozenset(ids))
 
     @classmethod
-    def parse_quorum_voters(cls, value: str) -> VoterSet:
-        """Ids of `controller.quorum.voters` = `{id}@{host}:{port},...`."""
-        ids: set[int] = set()
+    def from_nodes(cls, nodes: Iterable[VoterNode]) -> VoterSet:
+        ordered = tuple(sorted(nodes, key=lambda n: n.key.id))
+        if len({n.key.id for n in ordered}) != len(ordered):
+            raise ValueError("a voter set names each voter id once")
+        return cls(frozenset(n.key.id for n in ordered), ordered)
+
+    @classmethod
+    def from_endpoints(cls, listener: str, voters: Mapping[int, tuple[str, int]]) -> VoterSet:
+        """A static quorum (`controller.quorum.voters`): no directory ids, kraft.version 0."""
+        return cls.from_nodes(
+            VoterNode(ReplicaKey(nid), (ListenerEndpoint(listener, host, port),))
+            for nid, (host, port) in voters.items()
+        )
+
+    @classmethod
+    def from_voters_record(cls, record: VotersRecord) -> VoterSet:
+        """Kafka's `VoterSet.fromVotersRecord` (a zero directory id means none)."""
+        return cls.from_nodes(
+            VoterNode(
+                ReplicaKey(
+                    v.voter_id,
+                    None if v.voter_directory_id == Uuid.ZERO else str(v.voter_directory_id),
+                ),
+                tuple(ListenerEndpoint(e.name, e.host, e.port) for e in v.endpoints),
+                v.kraft_version_feature.min_supported_version,
+                v.kraft_version_feature.max_supported_version,
+            )
+            for v in record.voters
+        )
+
+    @classmethod
+    def parse_quorum_voters(cls, value: str, listener: str = "CONTROLLER") -> VoterSet:
+        """`controller.quorum.voters` = `{id}@{host}:{port},...`, endpoints on `listener`."""
+        voters: dict[int, tuple[str, int]] = {}
         for item in value.split(","):
             item = item.strip()
             if not item:
                 continue
-            node, sep, _ = item.partition("@")
-            if not sep or not node.isdigit():
+            node, sep, address = item.partition("@")
+            host, colon, port = address.rpartition(":")
+            if not sep or not node.isdigit() or not colon or not port.isdigit():
                 raise ValueError(f"bad controller.quorum.voters entry {item!r}: want id@host:port")
-            ids.add(int(node))
-        return cls(frozenset(ids))
+            voters[int(node)] = (host.strip("[]"), int(port))
+        return cls.from_endpoints(listener, voters)
 
     def __contains__(self, node_id: object) -> bool:
         return node_id in self.voter_ids
@@ -55,6 +120,26 @@ class VoterSet:
 
     def sorted_ids(self) -> list[int]:
         return sorted(self.voter_ids)
+
+    def node(self, voter_id: int) -> VoterNode | None:
+        return next((n for n in self.nodes if n.key.id == voter_id), None)
+
+    def is_voter(self, key: ReplicaKey) -> bool:
+        """Kafka's `VoterSet.isVoter`: the id votes and, when the voter has a directory id,
+        the replica's directory id is that one (else it is an observer with a voter's id)."""
+        if key.id not in self.voter_ids:
+            return False
+        node = self.node(key.id)
+        return node is None or node.key.directory_id in (None, key.directory_id)
+
+    def endpoints(self, listener: str) -> dict[int, ListenerEndpoint]:
+        """Each voter's endpoint on `listener` (voters without one are left out)."""
+        out: dict[int, ListenerEndpoint] = {}
+        for n in self.nodes:
+            ep = n.endpoint(listener)
+            if ep is not None:
+                out[n.key.id] = ep
+        return out
 
 
 class VoterSetHistory:

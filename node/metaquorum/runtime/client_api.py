@@ -96,7 +96,7 @@ class ClientApi:
             responses = [topic_response(topic, [refusal])]
             message = ProduceResponseData(
                 responses=responses,
-                node_endpoints=node_endpoints(responses, self.driver.config.voters),
+                node_endpoints=node_endpoints(responses, self.driver.voter_endpoints),
             )
             out.set_result(encode_response(PRODUCE_API_KEY, version, correlation_id, message))
 
@@ -117,7 +117,7 @@ class ClientApi:
             answers = [await self._produce_one(topic, p, request) for p in topic.partition_data]
             out.append(topic_response(topic, answers))
         return ProduceResponseData(
-            responses=out, node_endpoints=node_endpoints(out, self.driver.config.voters)
+            responses=out, node_endpoints=node_endpoints(out, self.driver.voter_endpoints)
         )
 
     async def _produce_one(

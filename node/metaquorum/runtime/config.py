@@ -7,8 +7,9 @@ Role: turn `server.properties` into a validated `NodeConfig` with Kafka's names 
 cased, dots and dashes as underscores, e.g. `METAQUORUM_NODE_ID`) overrides the file.
 
 Invariants: every invalid or missing value raises `ConfigError` with ONE line naming the key and
-the fix; a config that loads names this node's own controller listener and, for a static quorum,
-lists this node among `controller.quorum.voters` or runs it as an observer.
+the fix; a config that loads names this node's own controller listener and either a static
+`controller.quorum.voters` or `controller.quorum.bootstrap.servers` (then the voter set comes from
+the log dir's bootstrap checkpoint: runtime/membership.py).
 """
 
 from __future__ import annotations
@@ -141,10 +142,12 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         parse_endpoint(s, "controller.quorum.bootstrap.servers")
         for s in _csv(props.get("controller.quorum.bootstrap.servers", ""))
     )
-    if not voters:
+    if not voters and not bootstrap:
         raise ConfigError(
-            "controller.quorum.voters is missing: set id@host:port,... "
-            "(dynamic quorums via controller.quorum.bootstrap.servers are not supported yet)"
+            "controller.quorum.voters and controller.quorum.bootstrap.servers are both missing: "
+            "set controller.quorum.voters=id@host:port,... (static quorum) or "
+            "controller.quorum.bootstrap.servers=host:port,... (a quorum formatted with "
+            "--standalone or --initial-controllers)"
         )
     log_dir = (
         props.get("metadata.log.dir", "").strip()

@@ -46,6 +46,7 @@ from metaquorum.core.effects import (
     SendResponse,
     Step,
     TruncateLog,
+    VotersChanged,
     WriteSnapshot,
 )
 from metaquorum.core.events import (
@@ -63,11 +64,13 @@ from metaquorum.core.log import LogEntry, RaftLog, Snapshot
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState, state_summary
 from metaquorum.core.voter_set import VoterSet
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.protocol.messages import FetchRequestData
 from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
+from metaquorum.runtime.membership import startup_voter_set, voter_endpoints
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.runtime.recent_batches import RecentBatches
 from metaquorum.runtime.records_bridge import (
@@ -112,18 +115,26 @@ class Driver:
         storage: ReplicaStorage,
         entries: list[LogEntry],
         snapshot: Snapshot | None = None,
+        *,
         clock: Clock = SYSTEM_CLOCK,
+        voters: VoterSet | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.cluster_id = storage.meta.cluster_id or ""
         self.io = StorageIO(storage, lambda off: self.post(Flushed(off)), self._on_storage_failure)
-        self.peers = PeerPool(config, self._on_response, self._on_request_failed)
+        voters = voters if voters is not None else startup_voter_set(config, storage)
+        # The voters' endpoints on the controller listener: the peer pool's targets and the
+        # node lists of DescribeCluster and Produce (follows `VotersChanged`).
+        self.voter_endpoints: dict[int, Endpoint] = voter_endpoints(voters, config.listener_name)
+        self.peers = PeerPool(
+            config, self.voter_endpoints, self._on_response, self._on_request_failed
+        )
         start = self.clock.now_ms()
         self.node = RaftNode(
             config.node_id,
             cluster_id=self.cluster_id,
-            voters=VoterSet.of(config.voters),
+            voters=voters,
             config=config.quorum,
             rng=random.Random(),
             log=RaftLog(entries, snapshot=snapshot),
@@ -323,6 +334,10 @@ class Driver:
                 if eff.leader_id == self.config.node_id:
                     self.stats.elections_won += 1
                 log.info("leader is %s in epoch %s", eff.leader_id, eff.epoch)
+            elif isinstance(eff, VotersChanged):
+                self.voter_endpoints = voter_endpoints(eff.voters, self.config.listener_name)
+                self.peers.set_endpoints(self.voter_endpoints)
+                log.info("voters are now %s", eff.voters.sorted_ids())
             elif isinstance(eff, AppendCommitted):
                 self.stats.committed += 1
                 self.appends.committed(eff.append_id, eff.last_offset)

@@ -1,7 +1,9 @@
 """A local N-voter quorum on loopback: configs, formatting, processes (`make run`, tests).
 
-Role: write one `server.properties` per node (static `controller.quorum.voters`, free loopback
-ports), format each `metadata.log.dir` as `metaquorum storage format` does, and start/stop/kill
+Role: write one `server.properties` per node (static `controller.quorum.voters`, or with
+`dynamic=True` `controller.quorum.bootstrap.servers` and a format with `--initial-controllers`;
+free loopback ports), format each `metadata.log.dir` as `metaquorum storage format` does, and
+start/stop/kill
 `metaquorum server start` processes. Used by `python -m metaquorum.runtime.local_quorum` (the
 `make run` target: status, then a live status line until Ctrl-C, then a clean stop) and by the
 integration tests.
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from metaquorum.protocol.types import Uuid
-from metaquorum.storage.formatter import ServerConfig, format_storage
+from metaquorum.storage.formatter import DynamicVoter, ServerConfig, format_storage
 
 LISTENER = "CONTROLLER"
 
@@ -77,8 +79,10 @@ class LocalQuorum:
         observers: int = 0,
         cluster_id: str | None = None,
         extra: dict[str, str] | None = None,
+        dynamic: bool = False,
     ) -> None:
         self.base = base
+        self.dynamic = dynamic
         self.cluster_id = cluster_id or str(Uuid.random())
         n = voters + observers
         ports = free_ports(2 * n)
@@ -91,9 +95,20 @@ class LocalQuorum:
             self.nodes[i].log_path = d / "node.log"
         self.voter_ids = list(range(1, voters + 1))
         self.extra = extra or {}
+        # A dynamic quorum's voters carry directory ids (`--initial-controllers`).
+        self.directory_ids = {i: Uuid.random() for i in self.voter_ids} if dynamic else {}
 
     def voters_string(self) -> str:
         return ",".join(f"{i}@127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
+
+    def initial_controllers(self) -> list[DynamicVoter]:
+        return [
+            DynamicVoter(i, "127.0.0.1", self.nodes[i].port, self.directory_ids[i])
+            for i in self.voter_ids
+        ]
 
     def write_configs(self) -> None:
         for node in self.nodes.values():
@@ -103,7 +118,11 @@ class LocalQuorum:
                 "process.roles": "controller",
                 "controller.listener.names": LISTENER,
                 "listeners": f"{LISTENER}://127.0.0.1:{node.port}",
-                "controller.quorum.voters": self.voters_string(),
+                **(
+                    {"controller.quorum.bootstrap.servers": self.bootstrap_servers()}
+                    if self.dynamic
+                    else {"controller.quorum.voters": self.voters_string()}
+                ),
                 "metadata.log.dir": str(node.directory),
                 "metaquorum.http.listener": f"127.0.0.1:{node.http_port}",
                 **self.extra,
@@ -114,7 +133,11 @@ class LocalQuorum:
     def format(self, node_ids: list[int] | None = None, cluster_id: str | None = None) -> None:
         for nid in node_ids or list(self.nodes):
             node = self.nodes[nid]
-            format_storage(ServerConfig.load(node.config_path), cluster_id or self.cluster_id)
+            format_storage(
+                ServerConfig.load(node.config_path),
+                cluster_id or self.cluster_id,
+                initial_controllers=self.initial_controllers() if self.dynamic else None,
+            )
 
     def start(
         self,

@@ -27,7 +27,6 @@ from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_r
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import (
-    DescribeQuorumResponseData,
     FetchRequestData,
     FetchResponseData,
 )
@@ -136,10 +135,9 @@ class NodeRuntime:
                         read.add_done_callback(partial(_encode_into, out, key, version, cid))
                         return
                     message = self._set_records(message, cached)
-                elif key == ApiKeys.DESCRIBE_QUORUM and isinstance(
-                    message, DescribeQuorumResponseData
-                ):
-                    message = self._with_nodes(message)
+                elif key == ApiKeys.DESCRIBE_QUORUM and version < 2:
+                    # The node list is v2+ (KIP-853); Kafka's RaftUtil sets it only there.
+                    message = dataclasses.replace(message, nodes=[])
                 out.set_result(encode_response(key, version, cid, message))
             except Exception as e:  # never into the driver's loop: this request fails alone
                 out.set_exception(e)
@@ -161,7 +159,7 @@ class NodeRuntime:
                 version,
                 cluster_id=self.cluster_id,
                 leader_id=self.driver.node.leader_id,
-                controllers=self.config.voters,
+                controllers=self.driver.voter_endpoints,
             )
         elif key == ApiKeys.FETCH and _is_consumer(request.message):
             message = await self.client_api.consumer_fetch(request.message)
@@ -197,19 +195,6 @@ class NodeRuntime:
         part = dataclasses.replace(topic.partitions[0], records=records)
         topic = dataclasses.replace(topic, partitions=[part])
         return dataclasses.replace(message, responses=[topic])
-
-    def _with_nodes(self, message: DescribeQuorumResponseData) -> DescribeQuorumResponseData:
-        name = self.config.listener_name
-        nodes = [
-            DescribeQuorumResponseData.Node(
-                node_id=nid,
-                listeners=[
-                    DescribeQuorumResponseData.Listener(name=name, host=ep.host, port=ep.port)
-                ],
-            )
-            for nid, ep in sorted(self.config.voters.items())
-        ]
-        return dataclasses.replace(message, nodes=nodes)
 
 
 def _encode_into(

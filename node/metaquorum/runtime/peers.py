@@ -1,8 +1,10 @@
 """Outbound Raft requests to the other voters (KIP-595 RPCs over Kafka framing).
 
-Role: one `KafkaConnection` per voter from `controller.quorum.voters`; `send()` fires a core
-`SendRequest` at the highest version both sides speak (ours: Kafka 4.3.1's), and reports the
-decoded response (with a Fetch response's raw records) or the failure back to the driver.
+Role: one `KafkaConnection` per other voter, at the endpoints of the voter set the core holds
+(the start-up set, then each `VotersChanged`: `set_endpoints` opens connections to new voters,
+re-points moved ones and closes those of removed ones); `send()` fires a core `SendRequest` at
+the highest version both sides speak (ours: Kafka 4.3.1's), and reports the decoded response
+(with a Fetch response's raw records) or the failure back to the driver.
 
 Invariants: the core's correlation id travels with the request inside this process only (the
 wire carries the connection's own id); a request that fails to connect, loses its connection,
@@ -14,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from metaquorum.net.connection import KafkaConnection
+from metaquorum.net.endpoint import Endpoint
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
@@ -34,29 +37,54 @@ OnFailure = Callable[[int, int], None]
 
 
 class PeerPool:
-    def __init__(self, config: NodeConfig, on_response: OnResponse, on_failure: OnFailure) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        endpoints: Mapping[int, Endpoint],
+        on_response: OnResponse,
+        on_failure: OnFailure,
+    ) -> None:
         self.config = config
         self.on_response = on_response
         self.on_failure = on_failure
-        q = config.quorum
-        self.timeout_s = q.request_timeout_ms / 1000
+        self.timeout_s = config.quorum.request_timeout_ms / 1000
         self.connections: dict[int, KafkaConnection] = {}
-        for nid, ep in config.voters.items():
-            if nid != config.node_id:
-                self.connections[nid] = KafkaConnection(
-                    ep.host,
-                    ep.port,
-                    client_id=f"raft-client-{config.node_id}",
-                    backoff_ms=max(1, q.retry_backoff_ms),
-                    backoff_max_ms=max(q.retry_backoff_ms, 1000),
-                    connect_timeout_s=self.timeout_s,
-                )
+        self.endpoints: dict[int, Endpoint] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # Voters whose last request could not connect or lost its connection (not a timeout).
         self.unreachable: set[int] = set()
         self.sent = 0
         self.failed = 0
         self.in_flight = 0
+        self.set_endpoints(endpoints)
+
+    def set_endpoints(self, endpoints: Mapping[int, Endpoint]) -> None:
+        """Connect to exactly these replicas (this node left out): new ones get a connection
+        (opened on first send), moved ones a new connection, removed ones are closed (their
+        requests in flight fail, and are reported, as on a lost connection)."""
+        wanted = {nid: ep for nid, ep in endpoints.items() if nid != self.config.node_id}
+        for nid in list(self.connections):
+            if self.endpoints.get(nid) != wanted.get(nid):
+                self._spawn(self.connections.pop(nid).close())
+                del self.endpoints[nid]
+                self.unreachable.discard(nid)
+        q = self.config.quorum
+        for nid, ep in wanted.items():
+            if nid not in self.connections:
+                self.endpoints[nid] = ep
+                self.connections[nid] = KafkaConnection(
+                    ep.host,
+                    ep.port,
+                    client_id=f"raft-client-{self.config.node_id}",
+                    backoff_ms=max(1, q.retry_backoff_ms),
+                    backoff_max_ms=max(q.retry_backoff_ms, 1000),
+                    connect_timeout_s=self.timeout_s,
+                )
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def send(self, destination: int, cid: int, message: Any) -> None:
         conn = self.connections.get(destination)

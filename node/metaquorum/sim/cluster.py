@@ -31,6 +31,7 @@ from metaquorum.core.effects import (
     SendResponse,
     Step,
     TruncateLog,
+    VotersChanged,
     WriteSnapshot,
 )
 from metaquorum.core.events import (
@@ -224,6 +225,8 @@ class Simulation:
             elif isinstance(eff, AppendFailed):
                 self.append_sent.pop(eff.append_id, None)
                 self.appends_failed += 1
+            elif isinstance(eff, VotersChanged):
+                self.record(f"{now} voters {nid} {eff.voters.sorted_ids()}\n")
         checker.after_step(nid, node)
         st = node.state
         key = (st.role, st.epoch)

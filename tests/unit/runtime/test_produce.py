@@ -128,7 +128,7 @@ def _non_leader_api() -> ClientApi:
     driver: Any = SimpleNamespace(
         hw_listeners=[],
         node=SimpleNamespace(state=object(), leader_id=2, epoch=7),
-        config=SimpleNamespace(voters={1: Endpoint("h1", 9093), 2: Endpoint("h2", 9094)}),
+        voter_endpoints={1: Endpoint("h1", 9093), 2: Endpoint("h2", 9094)},
     )
     return ClientApi(driver)
 
