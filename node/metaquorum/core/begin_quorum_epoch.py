@@ -18,6 +18,7 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    quorum_partition,
     response_failed,
     to_error,
     validate_voter_only_request,
@@ -72,11 +73,10 @@ def handle_begin_quorum_epoch_request(node: RaftNode, event: RequestReceived) ->
     if not has_valid_cluster_id(node, request.cluster_id):
         respond(BeginQuorumEpochResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
         return
-    topics = request.topics
-    if len(topics) != 1 or topics[0].topic_name != TOPIC_NAME or len(topics[0].partitions) != 1:
+    p = quorum_partition(request.topics)
+    if p is None:
         respond(BeginQuorumEpochResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
-    p = topics[0].partitions[0]
     error = validate_voter_only_request(node, p.leader_id, p.leader_epoch)
     if error != Errors.NONE:
         respond(build_begin_quorum_epoch_response(node, error))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived
 from metaquorum.core.high_watermark import ReplicaProgress
-from metaquorum.core.rpc_common import PARTITION, TOPIC_NAME
+from metaquorum.core.rpc_common import PARTITION, TOPIC_NAME, quorum_partition
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
@@ -97,13 +97,7 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
 def handle_describe_quorum_request(node: RaftNode, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, DescribeQuorumRequestData)
-    topics = request.topics
-    if (
-        len(topics) != 1
-        or topics[0].topic_name != TOPIC_NAME
-        or len(topics[0].partitions) != 1
-        or topics[0].partitions[0].partition_index != PARTITION
-    ):
+    if quorum_partition(request.topics) is None:
         response = _error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
     elif not isinstance(node.state, LeaderState):
         response = _error_response(Errors.NOT_LEADER_OR_FOLLOWER, "not the leader")

@@ -33,6 +33,7 @@ from metaquorum.core.rpc_common import (
     has_valid_cluster_id,
     maybe_handle_common_response,
     response_failed,
+    single_partition,
     to_error,
     validate_leader_only_request,
 )
@@ -263,16 +264,15 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
     if not has_valid_cluster_id(node, request.cluster_id):
         respond(FetchResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
         return
-    topics = request.topics
-    if (
-        len(topics) != 1
-        or topics[0].topic_id != Uuid.METADATA_TOPIC_ID
-        or len(topics[0].partitions) != 1
-        or topics[0].partitions[0].partition != PARTITION
-    ):
+    p = single_partition(
+        request.topics,
+        lambda t: t.topic_id == Uuid.METADATA_TOPIC_ID,
+        lambda t: t.partitions,
+        lambda p: p.partition,
+    )
+    if p is None:
         respond(FetchResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
-    p = topics[0].partitions[0]
     if (
         request.max_wait_ms < 0
         or p.fetch_offset < 0

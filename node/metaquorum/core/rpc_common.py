@@ -8,7 +8,8 @@ partition 0 of `__cluster_metadata`; a response from an older epoch never change
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from metaquorum.protocol.errors import Errors
 
@@ -17,6 +18,54 @@ if TYPE_CHECKING:
 
 TOPIC_NAME = "__cluster_metadata"
 PARTITION = 0
+
+T = TypeVar("T")
+P = TypeVar("P")
+
+
+class _IndexedPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+IP = TypeVar("IP", bound=_IndexedPartition)
+
+
+class _NamedTopic(Protocol[IP]):
+    @property
+    def topic_name(self) -> str: ...
+
+    @property
+    def partitions(self) -> list[IP]: ...
+
+
+def single_partition(
+    topics: Sequence[T],
+    is_metadata_topic: Callable[[T], bool],
+    partitions: Callable[[T], Sequence[P]],
+    index: Callable[[P], int],
+) -> P | None:
+    """Kafka's `RaftUtil.hasValidTopicPartition`: exactly one topic, the metadata topic, with
+    exactly one partition, partition 0; that partition, else None (the caller answers its
+    RPC's error: INVALID_REQUEST, or UNKNOWN_TOPIC_OR_PARTITION for DescribeQuorum)."""
+    if len(topics) != 1 or not is_metadata_topic(topics[0]):
+        return None
+    parts = partitions(topics[0])
+    if len(parts) != 1 or index(parts[0]) != PARTITION:
+        return None
+    return parts[0]
+
+
+def quorum_partition(topics: Sequence[_NamedTopic[IP]]) -> IP | None:
+    """`single_partition` for the RPCs whose topics have `topic_name` and partitions have
+    `partition_index` (Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum)."""
+    return single_partition(
+        topics, lambda t: t.topic_name == TOPIC_NAME, lambda t: t.partitions, _partition_index
+    )
+
+
+def _partition_index(p: _IndexedPartition) -> int:
+    return p.partition_index
 
 
 def has_valid_cluster_id(node: RaftNode, cluster_id: str | None) -> bool:

@@ -32,6 +32,7 @@ from metaquorum.core.rpc_common import (
     TOPIC_NAME,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    quorum_partition,
     response_failed,
     to_error,
     validate_voter_only_request,
@@ -87,16 +88,10 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
     if not has_valid_cluster_id(node, request.cluster_id):
         _respond(node, event, VoteResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
         return
-    topics = request.topics
-    if (
-        len(topics) != 1
-        or topics[0].topic_name != TOPIC_NAME
-        or len(topics[0].partitions) != 1
-        or topics[0].partitions[0].partition_index != PARTITION
-    ):
+    p = quorum_partition(request.topics)
+    if p is None:
         _respond(node, event, VoteResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
-    p = topics[0].partitions[0]
     pre_vote = p.pre_vote
     illegal_epoch = (
         p.last_offset_epoch > p.replica_epoch

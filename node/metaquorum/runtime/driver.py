@@ -4,7 +4,9 @@
 Role: own the `RaftNode`; take events from one queue (requests, responses, flushes, client
 appends, resign), call `handle(event, now_ms)`, perform the step's effects in order, and sleep
 until the step's `next_deadline_ms` or the next event. One injected `Clock` (runtime/clock.py)
-gives every event time, deadline and timestamp the core sees.
+gives every event time, deadline and timestamp the core sees. Its parts, each in its own
+module: the byte caches (`BatchBytes`), the snapshot policy (`SnapshotPolicy`), the graceful
+shutdown (runtime/shutdown.py), the peer connections (`PeerPool`, following `VotersChanged`).
 
 Invariants (durability barriers):
 - `PersistElectionState` is awaited (written and fsynced) before any later effect of the step;
@@ -51,7 +53,6 @@ from metaquorum.core.effects import (
 )
 from metaquorum.core.events import (
     ClientAppend,
-    CreateSnapshot,
     Event,
     Flushed,
     Poll,
@@ -66,19 +67,17 @@ from metaquorum.core.states import LeaderState, state_summary
 from metaquorum.core.voter_set import VoterSet
 from metaquorum.net.endpoint import Endpoint
 from metaquorum.protocol.messages import FetchRequestData
-from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.appends import AppendCallback, PendingAppends
+from metaquorum.runtime.batch_bytes import BatchBytes
 from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.membership import startup_voter_set, voter_endpoints
 from metaquorum.runtime.peers import PeerPool
-from metaquorum.runtime.recent_batches import RecentBatches
 from metaquorum.runtime.records_bridge import (
-    batches_for_entries,
-    clip_batches,
     entries_from_records,
 )
 from metaquorum.runtime.shutdown import graceful_shutdown
+from metaquorum.runtime.snapshot_policy import SnapshotPolicy
 from metaquorum.runtime.state_machine import KeyValueStateMachine
 from metaquorum.runtime.storage_io import (
     StorageIO,
@@ -151,11 +150,10 @@ class Driver:
         self._inbound: dict[int, Callable[[Any, tuple[LogEntry, ...]], None]] = {}
         self._next_inbound = 1 << 40
         self.appends = PendingAppends(self._record_commit_latency)
-        self._received: dict[int, tuple[int, bytes]] = {}  # first offset -> (end, bytes)
-        # The batches this node wrote as leader, by base offset: (end offset, bytes as stored).
-        # A Fetch is served from here without a hop to the storage thread (which may be in an
-        # fsync); the bytes are exactly those handed to storage. Dropped on truncation.
-        self.recent = RecentBatches()
+        self.bytes = BatchBytes()  # the leader's batches as received / as encoded
+        self.snapshots = SnapshotPolicy(
+            self.state_machine, self.post, self.clock, config.snapshot_bytes
+        )
         self.stats = DriverStats()
         self.hw_listeners: list[Callable[[int], None]] = []
         self.shutdown_complete = asyncio.Event()
@@ -179,12 +177,7 @@ class Driver:
                 self.post(RequestFailed(source, cid))
                 return
             if entries:
-                first, end = entries[0].offset, entries[-1].offset + 1
-                exact = clip_batches(records, first, end)
-                # Keep the leader's bytes only when whole batches cover exactly these entries
-                # (else the entries are re-encoded at append time).
-                if exact and _covers(exact, first, end):
-                    self._received[first] = (end, exact)
+                self.bytes.keep_received(records, entries)
         self.post(ResponseReceived(source, cid, message, entries))
 
     def _on_request_failed(self, destination: int, cid: int) -> None:
@@ -249,7 +242,7 @@ class Driver:
                     log.info("transition to %s", state_summary(state, self.node.local_id))
                 if self.node.shutdown_complete:
                     self.shutdown_complete.set()
-                self._maybe_snapshot()
+                self.snapshots.maybe_snapshot(self.node.log)
                 if self._stopping and self.events.empty():
                     return
                 event = await self._next_event(step.next_deadline_ms)
@@ -313,8 +306,7 @@ class Driver:
             elif isinstance(eff, AppendEntries):
                 self._append(eff.entries)
             elif isinstance(eff, TruncateLog):
-                self._received.clear()
-                self.recent.clear()
+                self.bytes.on_truncate()
                 self.io.post(partial(storage.log.truncate_to, eff.offset))
             elif isinstance(eff, FlushLog):
                 self.io.request_flush(eff.offset)
@@ -322,9 +314,7 @@ class Driver:
                 install = isinstance(eff, InstallSnapshot)
                 await self.io.call(partial(write_snapshot, storage, eff.snapshot, install))
                 self.snapshots_written += 1
-                self._received.clear()
-                if install:
-                    self.recent.clear()
+                self.bytes.on_snapshot(installed=install)
             elif isinstance(eff, HighWatermarkAdvanced):
                 for listener in self.hw_listeners:
                     listener(eff.high_watermark)
@@ -346,50 +336,15 @@ class Driver:
             else:  # a new core effect must be handled here (mypy flags it; fail-stop at run)
                 assert_never(eff)
 
-    def _maybe_snapshot(self) -> None:
-        """Every `metadata.log.max.record.bytes.between.snapshots` applied bytes, snapshot the
-        state machine below its applied offset (the core refuses it if not committed)."""
-        if self.state_machine.bytes_since_snapshot >= self.config.snapshot_bytes:
-            self._create_snapshot()
-
-    def _create_snapshot(self) -> int | None:
-        sm = self.state_machine
-        end = sm.applied_offset
-        log = self.node.log
-        if not log.start_offset < end <= log.end_offset:
-            return None
-        sm.snapshot_written()
-        payload = sm.snapshot_payload(log.entry(end - 1).epoch, self.clock.now_ms())
-        self.post(CreateSnapshot(end, payload))
-        return end
-
     async def snapshot_now(self, timeout_s: float = 10.0) -> tuple[int, int] | None:
-        """`snapshot create`: snapshot the state machine now; (end offset, epoch) once it is
-        written, or None when there is nothing new to snapshot."""
-        end = self._create_snapshot()
-        if end is None:
-            return None
-        deadline = self.clock.now_ms() + int(timeout_s * 1000)
-        while self.clock.now_ms() < deadline:
-            snap = self.node.log.snapshot
-            if snap is not None and snap.snapshot_id.offset >= end:
-                return snap.snapshot_id.offset, snap.snapshot_id.epoch
-            await asyncio.sleep(0.01)
-        return None
+        """`snapshot create`: snapshot the state machine now (runtime/snapshot_policy.py)."""
+        return await self.snapshots.snapshot_now(self.node.log, timeout_s)
 
     def _append(self, entries: tuple[LogEntry, ...]) -> None:
         if not entries:
             return
-        first, end = entries[0].offset, entries[-1].offset + 1
-        received = self._received.pop(first, None)
-        data: list[bytes]
-        if received is not None and received[0] == end:
-            data = [received[1]]
-        else:
-            data = batches_for_entries(entries, timestamp_ms=self.clock.now_ms())
-            if isinstance(self.node.state, LeaderState):
-                self.recent.remember(data)
-        self._received.clear()
+        leader = isinstance(self.node.state, LeaderState)
+        data = self.bytes.for_append(entries, leader=leader, now_ms=self.clock.now_ms())
         self.stats.appends += len(entries)
         storage = self.io.storage
 
@@ -400,7 +355,7 @@ class Driver:
         self.io.post(write)
 
     def recent_records(self, first: int, end: int, max_bytes: int) -> bytes | None:
-        return self.recent.read(first, end, max_bytes)
+        return self.bytes.read_recent(first, end, max_bytes)
 
     # --- shutdown ----------------------------------------------------------------------------
     async def graceful_shutdown(self, timeout_s: float = 5.0) -> None:
@@ -421,12 +376,6 @@ class Driver:
     # --- views for admin / http --------------------------------------------------------------
     def fetch_offset_of(self, message: FetchRequestData) -> int:
         return message.topics[0].partitions[0].fetch_offset
-
-
-def _covers(data: bytes, first: int, end: int) -> bool:
-    """Do the whole batches in `data` hold exactly the offsets [first, end)?"""
-    batches = list(iter_batches(data))
-    return bool(batches) and batches[0].base_offset == first and batches[-1].last_offset == end - 1
 
 
 class NotLeaderError(Exception):

@@ -448,3 +448,17 @@ def test_shutting_down_first_successor_keeps_a_future_deadline() -> None:
     ctx.advance(5000)
     assert isinstance(ctx.node.state, FollowerState) and ctx.deadline > ctx.now
     assert not ctx.sent(VoteRequestData)
+
+
+def test_begin_and_end_quorum_epoch_for_another_partition_are_invalid() -> None:
+    """Kafka's `RaftUtil.hasValidTopicPartition` checks the partition index of every quorum
+    RPC; Begin/EndQuorumEpoch for `__cluster_metadata`-1 change nothing (issue 13)."""
+    from dataclasses import replace
+
+    ctx = RaftTestContext(1, [1, 2, 3])
+    for request in (begin_epoch(2, 5), end_epoch(2, 5, [1])):
+        topic = request.topics[0]
+        other = replace(topic, partitions=[replace(topic.partitions[0], partition_index=1)])
+        ctx.request(2, replace(request, topics=[other]))
+        assert ctx.response().message.error_code == Errors.INVALID_REQUEST
+        assert ctx.node.epoch == 0 and ctx.node.leader_id == -1
