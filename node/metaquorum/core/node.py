@@ -17,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import dispatch, fetch, leader
+from metaquorum.core import dispatch, epoch_start, fetch, leader
 from metaquorum.core.batch_accumulator import PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
@@ -48,8 +48,9 @@ from metaquorum.core.events import (
 )
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
 from metaquorum.core.leader_data import LeaderData
-from metaquorum.core.log import LogEntry, RaftLog, leader_change_message
+from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.read_lease import holds_read_lease
 from metaquorum.core.request_manager import RequestManager
@@ -66,7 +67,7 @@ from metaquorum.core.states import (
 )
 from metaquorum.core.transitions import check_in_place_update, check_transition
 from metaquorum.core.vote_tally import VoteTally
-from metaquorum.core.voter_set import VoterSet, VoterSetHistory
+from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 
 NEVER = 2**62
 
@@ -86,14 +87,24 @@ class RaftNode:
         election: ElectionState | None,
         now_ms: int,
         first_correlation_id: int = 0,
+        kraft_version: int = 0,
+        local_directory_id: str | None = None,
+        local_endpoints: tuple[ListenerEndpoint, ...] = (),
     ) -> None:
         self.local_id = local_id
+        self.local_directory_id = local_directory_id
+        self.local_endpoints = local_endpoints
         self.cluster_id = cluster_id
         self.config = config
         self.rng = rng
         self.log = log
-        self.voter_history = VoterSetHistory(voters)
-        self.voters: VoterSet = voters  # == voter_history.latest(), cached (hot path)
+        # The voter set and kraft.version by offset, fed by the log (KIP-853): start-up values,
+        # then the loaded snapshot's, then every VotersRecord / KRaftVersionRecord in the log.
+        self.control = KRaftControlRecordStateMachine(voters, kraft_version)
+        if log.snapshot is not None:
+            self.control.load_snapshot(log.snapshot)
+        self.control.on_append(log.entries())
+        log.listeners.append(self.control)
         self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
         self.hw_moved = False
         self.effects: list[Effect] = []
@@ -101,7 +112,7 @@ class RaftNode:
         self._correlation = first_correlation_id
         self._reported_hw = -1
         self._reported_leader: tuple[int, int] | None = None
-        self._reported_voters = voters
+        self._reported_voters = self.voters
         self._persisted: ElectionState | None = election
         self.shutting_down = False
         self.shutdown_started_ms = 0
@@ -109,8 +120,13 @@ class RaftNode:
 
     # --- identity ----------------------------------------------------------------------------
     @property
+    def voters(self) -> VoterSet:
+        """The voter set as of the log's end (every reader of membership uses this one)."""
+        return self.control.voter_history.latest()
+
+    @property
     def is_voter(self) -> bool:
-        return self.local_id in self.voters.voter_ids
+        return self.voters.is_voter(self.local_key())
 
     @property
     def epoch(self) -> int:
@@ -327,10 +343,10 @@ class RaftNode:
         cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
         data = LeaderData(self.local_id, self.voters.voter_ids, start, self.config)
         self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
-        # KIP-595: the new leader opens its epoch with a LeaderChange control record naming
-        # every current voter and those that granted the election.
-        message = leader_change_message(self.local_id, self.voters.voter_ids, st.tally.granted)
-        self._append_as_leader([LogEntry.of_control(start, st.epoch, message)])
+        # KIP-595 / KIP-853: LeaderChange [+ KRaftVersion + Voters] (core/epoch_start.py).
+        self._append_as_leader(
+            epoch_start.start_of_epoch_entries(self, start, st.epoch, st.tally.granted)
+        )
 
     def resign(self) -> None:
         """Leader -> Resigned (check-quorum expiry or graceful shutdown)."""
@@ -395,9 +411,11 @@ class RaftNode:
             fetch.complete_purgatory(self)
 
     def _report_progress(self) -> None:
-        if self.voters is not self._reported_voters:
-            self._reported_voters = self.voters
-            self.emit(VotersChanged(self.voters))
+        voters = self.voters
+        if voters is not self._reported_voters:
+            if voters != self._reported_voters:
+                self.emit(VotersChanged(voters))
+            self._reported_voters = voters
         hw = self.high_watermark
         if hw is not None and hw > self._reported_hw:
             self._reported_hw = hw
@@ -432,4 +450,8 @@ class RaftNode:
         leader.update_check_quorum_for_following_voter(self, replica_id)
 
     def local_key(self) -> ReplicaKey:
-        return ReplicaKey(self.local_id)
+        return ReplicaKey(self.local_id, self.local_directory_id)
+
+    def local_voter_node(self) -> VoterNode:
+        """This replica as a voter entry: key, endpoints, kraft.version 0-1 (Kafka 4.3's)."""
+        return VoterNode(self.local_key(), self.local_endpoints, 0, 1)

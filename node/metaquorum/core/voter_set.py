@@ -130,7 +130,45 @@ class VoterSet:
         if key.id not in self.voter_ids:
             return False
         node = self.node(key.id)
-        return node is None or node.key.directory_id in (None, key.directory_id)
+        return node is None or _is_voter_key(node, key)
+
+    def voter_node_needs_update(self, updated: VoterNode) -> bool:
+        """Kafka's `voterNodeNeedsUpdate`: `updated` is this set's voter (by key) and differs
+        (endpoints or supported kraft.version range)."""
+        node = self.node(updated.key.id)
+        return node is not None and _is_voter_key(node, updated.key) and node != updated
+
+    def update_voter(self, updated: VoterNode) -> VoterSet | None:
+        """Kafka's `updateVoter`: the set with that voter replaced, or None if not a voter."""
+        node = self.node(updated.key.id)
+        if node is None or not _is_voter_key(node, updated.key):
+            return None
+        return VoterSet.from_nodes([updated if n is node else n for n in self.nodes])
+
+    def to_voters_record(self) -> VotersRecord:
+        """Kafka's `toVotersRecord` (version 0), voters by ascending id."""
+        return VotersRecord(
+            version=0,
+            voters=[
+                VotersRecord.Voter(
+                    voter_id=n.key.id,
+                    voter_directory_id=(
+                        Uuid.ZERO
+                        if n.key.directory_id is None
+                        else Uuid.from_string(n.key.directory_id)
+                    ),
+                    endpoints=[
+                        VotersRecord.Endpoint(name=e.name, host=e.host, port=e.port)
+                        for e in n.endpoints
+                    ],
+                    kraft_version_feature=VotersRecord.KRaftVersionFeature(
+                        min_supported_version=n.kraft_version_min,
+                        max_supported_version=n.kraft_version_max,
+                    ),
+                )
+                for n in self.nodes
+            ],
+        )
 
     def endpoints(self, listener: str) -> dict[int, ListenerEndpoint]:
         """Each voter's endpoint on `listener` (voters without one are left out)."""
@@ -140,6 +178,11 @@ class VoterSet:
             if ep is not None:
                 out[n.key.id] = ep
         return out
+
+
+def _is_voter_key(node: VoterNode, key: ReplicaKey) -> bool:
+    """Kafka's `VoterNode.isVoter`: same id, and the same directory id unless it has none."""
+    return node.key.id == key.id and node.key.directory_id in (None, key.directory_id)
 
 
 class VoterSetHistory:
@@ -161,8 +204,16 @@ class VoterSetHistory:
     def latest(self) -> VoterSet:
         return self._sets[-1]
 
+    def latest_offset(self) -> int:
+        return self._offsets[-1]
+
+    def reset(self, offset: int, voters: VoterSet) -> None:
+        """Start over from one set at `offset` (a snapshot installed or loaded)."""
+        self._offsets = [offset]
+        self._sets = [voters]
+
     def truncate_from(self, offset: int) -> None:
-        """Forget sets written at or after `offset` (log truncation); the bootstrap stays."""
+        """Forget sets written at or after `offset` (log truncation); the first one stays."""
         while len(self._offsets) > 1 and self._offsets[-1] >= offset:
             self._offsets.pop()
             self._sets.pop()

@@ -33,7 +33,7 @@ from metaquorum.protocol.messages import (
     SnapshotHeaderRecord,
     VotersRecord,
 )
-from metaquorum.protocol.records import Record, RecordBatch, SimpleRecord, build_batch
+from metaquorum.protocol.records import Record, RecordBatch, SimpleRecord, build_batch, iter_batches
 
 CURRENT_CONTROL_RECORD_KEY_VERSION = 0
 CONTROL_VALUE_VERSION = 0  # every *_CURRENT_VERSION in Kafka's ControlRecordUtils
@@ -154,3 +154,19 @@ def control_records_of(batch: RecordBatch) -> list[tuple[ControlRecordType, Cont
     if not batch.is_control:
         raise ProtocolError(f"batch at offset {batch.base_offset} is not a control batch")
     return [decode_control_record(r) for r in batch]
+
+
+def snapshot_control(payload: bytes) -> tuple[KRaftVersionRecord | None, VotersRecord | None]:
+    """The KRaftVersion and Voters records of a snapshot (KIP-853: they follow the header in its
+    leading control batch); reading stops at the first data batch."""
+    kraft_version: KRaftVersionRecord | None = None
+    voters: VotersRecord | None = None
+    for batch in iter_batches(payload):
+        if not batch.is_control:
+            break
+        for _, message in control_records_of(batch):
+            if isinstance(message, KRaftVersionRecord):
+                kraft_version = message
+            elif isinstance(message, VotersRecord):
+                voters = message
+    return kraft_version, voters

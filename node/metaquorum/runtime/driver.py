@@ -64,14 +64,18 @@ from metaquorum.core.listener import ListenerDispatcher
 from metaquorum.core.log import LogEntry, RaftLog, Snapshot
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState, state_summary
-from metaquorum.core.voter_set import VoterSet
 from metaquorum.net.endpoint import Endpoint
 from metaquorum.protocol.messages import FetchRequestData
 from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.batch_bytes import BatchBytes
 from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
-from metaquorum.runtime.membership import startup_voter_set, voter_endpoints
+from metaquorum.runtime.membership import (
+    StartupMembership,
+    local_endpoints,
+    startup_membership,
+    voter_endpoints,
+)
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.runtime.records_bridge import (
     entries_from_records,
@@ -116,13 +120,15 @@ class Driver:
         snapshot: Snapshot | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        voters: VoterSet | None = None,
+        membership: StartupMembership | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.cluster_id = storage.meta.cluster_id or ""
         self.io = StorageIO(storage, lambda off: self.post(Flushed(off)), self._on_storage_failure)
-        voters = voters if voters is not None else startup_voter_set(config, storage)
+        if membership is None:
+            membership = startup_membership(config, storage, snapshot)
+        voters = membership.voters
         # The voters' endpoints on the controller listener: the peer pool's targets and the
         # node lists of DescribeCluster and Produce (follows `VotersChanged`).
         self.voter_endpoints: dict[int, Endpoint] = voter_endpoints(voters, config.listener_name)
@@ -139,9 +145,17 @@ class Driver:
             log=RaftLog(entries, snapshot=snapshot),
             election=election_from_file(storage.read_election_state()),
             now_ms=start,
+            kraft_version=membership.kraft_version,
+            local_directory_id=(
+                None if storage.meta.directory_id is None else str(storage.meta.directory_id)
+            ),
+            local_endpoints=local_endpoints(config),
         )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.state_machine = KeyValueStateMachine()
+        self.snapshots = SnapshotPolicy(
+            self.state_machine, self.post, self.clock, config.snapshot_bytes, self.node.control
+        )
         self.listener = ListenerDispatcher(self.state_machine, config.node_id)
         if snapshot is not None:
             self.state_machine.handle_load_snapshot(snapshot)
@@ -151,9 +165,6 @@ class Driver:
         self._next_inbound = 1 << 40
         self.appends = PendingAppends(self._record_commit_latency)
         self.bytes = BatchBytes()  # the leader's batches as received / as encoded
-        self.snapshots = SnapshotPolicy(
-            self.state_machine, self.post, self.clock, config.snapshot_bytes
-        )
         self.stats = DriverStats()
         self.hw_listeners: list[Callable[[int], None]] = []
         self.shutdown_complete = asyncio.Event()

@@ -13,37 +13,72 @@ no endpoint on the controller listener is unreachable (left out of the map), nev
 
 from __future__ import annotations
 
-from metaquorum.core.voter_set import VoterSet
+from dataclasses import dataclass
+
+from metaquorum.core.log import Snapshot
+from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 from metaquorum.net.endpoint import ConfigError, Endpoint
+from metaquorum.protocol.control_records import snapshot_control
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.storage.replica import ReplicaStorage
 from metaquorum.storage.snapshot_records import read_snapshot
 from metaquorum.storage.snapshots import BOOTSTRAP_SNAPSHOT_ID, snapshot_file_name
 
 
-def bootstrap_voter_set(storage: ReplicaStorage) -> VoterSet | None:
-    """The bootstrap checkpoint's voters, or None when there is no checkpoint or it has none."""
+@dataclass(frozen=True, slots=True)
+class StartupMembership:
+    voters: VoterSet
+    kraft_version: int
+
+
+def bootstrap_membership(storage: ReplicaStorage) -> StartupMembership | None:
+    """The bootstrap checkpoint's voters and kraft.version, or None when there is no checkpoint
+    or it names no voters."""
     path = storage.partition_dir / snapshot_file_name(BOOTSTRAP_SNAPSHOT_ID)
     if not path.exists():
         return None
-    voters = read_snapshot(path).voters
-    if voters is None or not voters.voters:
+    contents = read_snapshot(path)
+    if contents.voters is None or not contents.voters.voters:
         return None
-    return VoterSet.from_voters_record(voters)
+    kraft = contents.kraft_version.kraft_version if contents.kraft_version is not None else 1
+    return StartupMembership(VoterSet.from_voters_record(contents.voters), kraft)
 
 
-def startup_voter_set(config: NodeConfig, storage: ReplicaStorage) -> VoterSet:
-    from_checkpoint = bootstrap_voter_set(storage)
-    if from_checkpoint is not None:
-        return from_checkpoint
+def startup_membership(
+    config: NodeConfig, storage: ReplicaStorage, snapshot: Snapshot | None = None
+) -> StartupMembership:
+    """Bootstrap checkpoint, else the voters of the newest snapshot (the checkpoint may have
+    been cleaned away behind it), else the static `controller.quorum.voters`."""
+    found = bootstrap_membership(storage)
+    if found is not None:
+        return found
+    if snapshot is not None:
+        kraft, voters = snapshot_control(snapshot.payload)
+        if voters is not None and voters.voters:
+            version = kraft.kraft_version if kraft is not None else 1
+            return StartupMembership(VoterSet.from_voters_record(voters), version)
     if config.voters:
-        return VoterSet.from_endpoints(
+        voters_set = VoterSet.from_endpoints(
             config.listener_name, {nid: (ep.host, ep.port) for nid, ep in config.voters.items()}
         )
+        return StartupMembership(voters_set, 0)
     raise ConfigError(
         f"no voter set: {storage.log_dir} has no bootstrap checkpoint with voters and "
         "controller.quorum.voters is not set; format with --standalone or "
         "--initial-controllers, or set controller.quorum.voters"
+    )
+
+
+def startup_voter_set(config: NodeConfig, storage: ReplicaStorage) -> VoterSet:
+    return startup_membership(config, storage).voters
+
+
+def local_endpoints(config: NodeConfig) -> tuple[ListenerEndpoint, ...]:
+    """This node's endpoints on its controller listeners (its entry in a VotersRecord)."""
+    return tuple(
+        ListenerEndpoint(name, config.listeners[name].host, config.listeners[name].port)
+        for name in config.controller_listener_names
+        if name in config.listeners
     )
 
 

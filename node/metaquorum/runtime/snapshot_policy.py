@@ -4,7 +4,9 @@ Role: every `metadata.log.max.record.bytes.between.snapshots` applied bytes (Kaf
 on `snapshot create` (POST /snapshot), hand the core a `CreateSnapshot` of the key-value state
 machine below its applied offset; `snapshot_now` waits until the core has written it.
 Invariants: only a prefix the state machine has applied, inside the core's log, is offered; the
-core refuses one that is not committed (or not newer), so the policy never decides what is safe.
+core refuses one that is not committed (or not newer), so the policy never decides what is safe;
+from kraft.version 1 the snapshot carries the voter set and kraft.version as of its last offset
+(a node restarting from it, or a follower installing it, learns its membership there).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 from collections.abc import Callable
 
 from metaquorum.core.events import CreateSnapshot, Event
+from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
 from metaquorum.core.log import RaftLog
 from metaquorum.runtime.clock import Clock
 from metaquorum.runtime.state_machine import KeyValueStateMachine
@@ -25,7 +28,9 @@ class SnapshotPolicy:
         post: Callable[[Event], None],
         clock: Clock,
         snapshot_bytes: int,
+        control: KRaftControlRecordStateMachine,
     ) -> None:
+        self.control = control  # the core's voter set / kraft.version by offset
         self.state_machine = state_machine
         self.post = post
         self.clock = clock
@@ -42,7 +47,10 @@ class SnapshotPolicy:
         if not log.start_offset < end <= log.end_offset:
             return None
         sm.snapshot_written()
-        payload = sm.snapshot_payload(log.entry(end - 1).epoch, self.clock.now_ms())
+        kraft = self.control.kraft_version_at(end - 1)
+        voters = self.control.voters_at(end - 1)
+        record = voters.to_voters_record() if kraft >= 1 and voters.nodes else None
+        payload = sm.snapshot_payload(log.entry(end - 1).epoch, self.clock.now_ms(), kraft, record)
         self.post(CreateSnapshot(end, payload))
         return end
 

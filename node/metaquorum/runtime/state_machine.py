@@ -21,6 +21,7 @@ import hashlib
 from metaquorum.core.listener import Batch, LeaderAndEpoch
 from metaquorum.core.log import Snapshot
 from metaquorum.protocol.control_records import snapshot_footer_batch, snapshot_header_batch
+from metaquorum.protocol.messages import VotersRecord
 from metaquorum.protocol.records import SimpleRecord, build_batch, iter_batches
 
 RECORDS_PER_BATCH = 1000
@@ -67,10 +68,26 @@ class KeyValueStateMachine:
         self.leader = leader
 
     # --- snapshots ---------------------------------------------------------------------------
-    def snapshot_payload(self, epoch: int, timestamp_ms: int) -> bytes:
-        """The map as a Kafka snapshot file (header, data batches, footer)."""
-        out = [snapshot_header_batch(epoch, timestamp_ms, timestamp_ms=timestamp_ms)]
-        offset = 1
+    def snapshot_payload(
+        self,
+        epoch: int,
+        timestamp_ms: int,
+        kraft_version: int = 0,
+        voters: VotersRecord | None = None,
+    ) -> bytes:
+        """The map as a Kafka snapshot file: the header batch (SnapshotHeader, and from
+        kraft.version 1 the KRaftVersion and Voters records as of the snapshot's end, as
+        Kafka's RecordsSnapshotWriter writes them), data batches, footer."""
+        out = [
+            snapshot_header_batch(
+                epoch,
+                timestamp_ms,
+                timestamp_ms=timestamp_ms,
+                kraft_version=kraft_version,
+                voters=voters,
+            )
+        ]
+        offset = 1 + (kraft_version >= 1) + (kraft_version >= 1 and voters is not None)
         items = sorted(self.data.items())
         for i in range(0, len(items), RECORDS_PER_BATCH):
             chunk = [SimpleRecord(v, k) for k, v in items[i : i + RECORDS_PER_BATCH]]

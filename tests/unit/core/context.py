@@ -34,7 +34,7 @@ from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry, RaftLog, leader_change_message
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import ElectionState
-from metaquorum.core.voter_set import VoterSet
+from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 from metaquorum.protocol.messages import (
     BeginQuorumEpochRequestData,
     EndQuorumEpochRequestData,
@@ -63,13 +63,27 @@ class RaftTestContext:
     deadline: int = 0
     _history: list[SendRequest] = field(default_factory=list)
     watchers: list[Callable[[RaftTestContext], None]] = field(default_factory=list)
+    # KIP-853: a voter set with directory ids and endpoints, the start-up kraft.version, this
+    # replica's directory id and endpoints (defaults: a kraft.version 0 set of bare ids).
+    voter_set: VoterSet | None = None
+    kraft_version: int = 0
+    directory_id: str | None = None
+    endpoints: tuple[ListenerEndpoint, ...] = ()
+    log_entries: list[LogEntry] | None = None
 
     def __post_init__(self) -> None:
-        log = RaftLog([LogEntry(i, e, b"x%d" % i) for i, e in enumerate(self.epochs)])
+        log = RaftLog(
+            self.log_entries
+            if self.log_entries is not None
+            else [LogEntry(i, e, b"x%d" % i) for i, e in enumerate(self.epochs)]
+        )
         self.node = RaftNode(
             self.local_id,
             cluster_id=CLUSTER,
-            voters=VoterSet.of(self.voters),
+            voters=self.voter_set or VoterSet.of(self.voters),
+            kraft_version=self.kraft_version,
+            local_directory_id=self.directory_id,
+            local_endpoints=self.endpoints,
             config=self.config,
             rng=random.Random(self.seed),
             log=log,
