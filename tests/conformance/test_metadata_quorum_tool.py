@@ -12,6 +12,7 @@ import pytest
 from metaquorum.admin.log_client import LogClient
 from metaquorum.net.endpoint import Endpoint
 from metaquorum.runtime.local_quorum import LocalQuorum
+from metaquorum.storage.meta_properties import read_meta_properties
 
 from tests.conformance.conftest import run_kafka_class
 from tests.integration.quorum_fixture import our_cli, running_quorum
@@ -89,7 +90,13 @@ def test_kafka_metadata_quorum_tool_describes_our_quorum(
         )
         statuses = [r[-1] for r in _replication_rows(kafka_rep.stdout)[1:]]
         assert statuses == ["Leader", "Follower", "Follower", "Observer"]
-        assert k["CurrentObservers:"] == '[{"id": 4}]'
+        # An observer reports its directory id in Fetch (KIP-853, as Kafka's replicas do), so
+        # Kafka's tool prints it beside the id.
+        observer_dir = read_meta_properties(q.nodes[4].directory)
+        assert observer_dir is not None and observer_dir.directory_id is not None
+        assert (
+            k["CurrentObservers:"] == f'[{{"id": 4, "directoryId": "{observer_dir.directory_id}"}}]'
+        )
 
     # After a clean stop: Kafka's DumpLogSegments reads every node's segments and snapshots.
     files = []

@@ -11,6 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from metaquorum.protocol.control_records import control_records_of
+from metaquorum.protocol.control_types import ControlRecordType
+from metaquorum.protocol.messages import VotersRecord
+from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.local_quorum import LocalQuorum
 
 from tests.integration.quorum_fixture import FAST, our_cli, running_quorum, wait_for
@@ -79,6 +83,23 @@ def test_quorum_formatted_with_initial_controllers_runs_from_its_bootstrap_check
         for nid, node in q.nodes.items():
             assert f'"id": {nid}' in r.stdout
             assert f"CONTROLLER://127.0.0.1:{node.port}" in r.stdout
+            assert f'"directoryId": "{q.directory_ids[nid]}"' in r.stdout
+    # KIP-853: the first leader opened its epoch with LeaderChange + KRaftVersion + Voters in
+    # one control batch (the voter set was only in the bootstrap checkpoint), on every replica.
+    for node in q.nodes.values():
+        segment = node.directory / "__cluster_metadata-0" / "00000000000000000000.log"
+        first = next(iter_batches(segment.read_bytes()))
+        kinds = [kind for kind, _ in control_records_of(first)]
+        assert kinds == [
+            ControlRecordType.LEADER_CHANGE,
+            ControlRecordType.KRAFT_VERSION,
+            ControlRecordType.KRAFT_VOTERS,
+        ]
+        _, voters = control_records_of(first)[2]
+        assert isinstance(voters, VotersRecord)
+        assert {(v.voter_id, str(v.voter_directory_id)) for v in voters.voters} == {
+            (i, str(d)) for i, d in q.directory_ids.items()
+        }
 
 
 def test_kill_leader_elects_new_leader_and_old_leader_rejoins(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
     PARTITION,
     TOPIC_NAME,
+    directory_uuid,
     has_valid_cluster_id,
+    is_valid_voter_key,
     maybe_handle_common_response,
     quorum_partition,
     response_failed,
@@ -35,11 +37,18 @@ def build_begin_quorum_epoch_request(
     node: RaftNode, destination: int
 ) -> BeginQuorumEpochRequestData:
     partition = BeginQuorumEpochRequestData.PartitionData(
-        partition_index=PARTITION, leader_id=node.local_id, leader_epoch=node.epoch
+        partition_index=PARTITION,
+        leader_id=node.local_id,
+        leader_epoch=node.epoch,
+        voter_directory_id=directory_uuid(node.voter_key(destination).directory_id),
     )
     return BeginQuorumEpochRequestData(
         cluster_id=node.cluster_id,
         voter_id=destination,
+        leader_endpoints=[
+            BeginQuorumEpochRequestData.LeaderEndpoint(name=e.name, host=e.host, port=e.port)
+            for e in node.local_endpoints
+        ],
         topics=[
             BeginQuorumEpochRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
         ],
@@ -82,7 +91,7 @@ def handle_begin_quorum_epoch_request(node: RaftNode, event: RequestReceived) ->
         respond(build_begin_quorum_epoch_response(node, error))
         return
     node.maybe_transition(p.leader_id, p.leader_epoch)
-    if request.voter_id >= 0 and request.voter_id != node.local_id:
+    if not is_valid_voter_key(node, request.voter_id, p.voter_directory_id):
         respond(build_begin_quorum_epoch_response(node, Errors.INVALID_VOTER_KEY))
         return
     respond(build_begin_quorum_epoch_response(node, Errors.NONE))

@@ -11,15 +11,17 @@ other partition gets UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived
 from metaquorum.core.high_watermark import ReplicaProgress
-from metaquorum.core.rpc_common import PARTITION, TOPIC_NAME, quorum_partition
+from metaquorum.core.rpc_common import PARTITION, TOPIC_NAME, directory_uuid, quorum_partition
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
+from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -37,7 +39,17 @@ def _error_response(error: Errors, message: str | None) -> DescribeQuorumRespons
     )
 
 
-def _replica_state(node: RaftNode, r: ReplicaProgress) -> DescribeQuorumResponseData.ReplicaState:
+def _replica_state(
+    node: RaftNode, r: ReplicaProgress, voter: bool = False
+) -> DescribeQuorumResponseData.ReplicaState:
+    state = _replica_state_of(node, r)
+    directory = node.voter_key(r.replica_id).directory_id if voter else r.directory_id
+    return replace(state, replica_directory_id=directory_uuid(directory))
+
+
+def _replica_state_of(
+    node: RaftNode, r: ReplicaProgress
+) -> DescribeQuorumResponseData.ReplicaState:
     if r.replica_id == node.local_id:
         # Kafka reports the leader's own end offset as recorded on flush (its durable LEO).
         return DescribeQuorumResponseData.ReplicaState(
@@ -79,10 +91,15 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
         leader_id=node.local_id,
         leader_epoch=node.epoch,
         high_watermark=-1 if hw is None else hw,
-        current_voters=[_replica_state(node, progress.voters[v]) for v in sorted(progress.voters)],
+        current_voters=[
+            _replica_state(node, progress.voters[v], voter=True) for v in sorted(progress.voters)
+        ],
         observers=[
             _replica_state(node, r)
-            for _, r in sorted(progress.active_observers(node.now_ms).items())
+            for r in sorted(
+                progress.active_observers(node.now_ms).values(),
+                key=lambda r: (r.replica_id, r.directory_id or ""),
+            )
         ],
     )
     return DescribeQuorumResponseData(
@@ -104,3 +121,27 @@ def handle_describe_quorum_request(node: RaftNode, event: RequestReceived) -> No
     else:
         response = build_describe_quorum_response(node)
     node.emit(SendResponse(event.source, event.correlation_id, response))
+
+
+def for_version(response: DescribeQuorumResponseData, version: int) -> DescribeQuorumResponseData:
+    """The response as Kafka's `RaftUtil.singletonDescribeQuorumResponse` builds it for
+    `version`: below v2 (KIP-853) there is no node list and no replica directory id."""
+    if version >= 2:
+        return response
+
+    def strip(
+        states: list[DescribeQuorumResponseData.ReplicaState],
+    ) -> list[DescribeQuorumResponseData.ReplicaState]:
+        return [replace(s, replica_directory_id=Uuid.ZERO) for s in states]
+
+    topics = [
+        replace(
+            t,
+            partitions=[
+                replace(p, current_voters=strip(p.current_voters), observers=strip(p.observers))
+                for p in t.partitions
+            ],
+        )
+        for t in response.topics
+    ]
+    return replace(response, topics=topics, nodes=[])

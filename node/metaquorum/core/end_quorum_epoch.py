@@ -17,6 +17,7 @@ from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
     PARTITION,
     TOPIC_NAME,
+    directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
     quorum_partition,
@@ -49,7 +50,11 @@ def build_end_quorum_epoch_request(node: RaftNode, st: ResignedState) -> EndQuor
         leader_epoch=st.epoch,
         preferred_successors=list(st.preferred_successors),
         preferred_candidates=[
-            EndQuorumEpochRequestData.ReplicaInfo(candidate_id=c) for c in st.preferred_successors
+            EndQuorumEpochRequestData.ReplicaInfo(
+                candidate_id=c,
+                candidate_directory_id=directory_uuid(node.voter_key(c).directory_id),
+            )
+            for c in st.preferred_successors
         ],
     )
     return EndQuorumEpochRequestData(

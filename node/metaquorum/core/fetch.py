@@ -30,8 +30,10 @@ from metaquorum.core.log import LogEntry, ValidationKind
 from metaquorum.core.rpc_common import (
     PARTITION,
     TOPIC_NAME,
+    directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    replica_key,
     response_failed,
     single_partition,
     to_error,
@@ -68,6 +70,7 @@ def build_fetch_request(node: RaftNode) -> FetchRequestData:
         last_fetched_epoch=end.epoch,
         log_start_offset=node.log.start_offset,
         high_watermark=-1 if hw is None else hw,
+        replica_directory_id=directory_uuid(node.local_directory_id),
     )
     return FetchRequestData(
         cluster_id=node.cluster_id,
@@ -244,13 +247,21 @@ def try_complete_fetch_request(
     entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
     if replica_id >= 0:
         # Kafka's `updateReplicaState`: only a validated fetch counts, for the HW and for
-        # check-quorum; caught-up is measured against the leader's *flushed* end offset.
+        # check-quorum; caught-up is measured against the leader's *flushed* end offset. A
+        # replica is a voter by its key (KIP-853): a voter's id with another directory id
+        # is an observer.
+        key = replica_key(replica_id, p.replica_directory_id)
+        voter = node.voters.is_voter(key)
         if leader.data.progress.update_replica(
-            replica_id, p.fetch_offset, node.log.flushed_offset, node.now_ms
+            replica_id,
+            p.fetch_offset,
+            node.log.flushed_offset,
+            node.now_ms,
+            None if voter else key,
         ):
             node.hw_moved = True
-        if replica_id in node.voters:
-            node.note_voter_fetch(replica_id)
+        if voter:
+            node.note_voter_fetch(key)
     return build_fetch_response(node, Errors.NONE), entries, False
 
 
@@ -283,7 +294,11 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
         return
     replica_id = _replica_id(request)
     leader = node.state
-    if isinstance(leader, LeaderState) and p.current_leader_epoch == node.epoch:
+    if (
+        isinstance(leader, LeaderState)
+        and p.current_leader_epoch == node.epoch
+        and node.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
+    ):
         leader.data.progress.fetch_arrived(replica_id)
     response, entries, diverged = try_complete_fetch_request(node, replica_id, p)
     part = response.responses[0].partitions[0]
@@ -291,7 +306,7 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
     follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark
     hw_stale = hw is not None and follower_hw is not None and follower_hw < hw
     if part.error_code != 0 or entries or request.max_wait_ms == 0 or diverged or hw_stale:
-        _note_response_sent(node, replica_id, response)
+        _note_response_sent(node, replica_id, p, response)
         respond(response, entries)
     else:
         parked = ParkedFetch(
@@ -321,13 +336,23 @@ def complete_parked_fetch(node: RaftNode, parked: ParkedFetch[ParkedRequest]) ->
         response, entries = build_fetch_response(node, Errors.NOT_LEADER_OR_FOLLOWER), ()
         if node.epoch > request.topics[0].partitions[0].current_leader_epoch:
             response = build_fetch_response(node, Errors.FENCED_LEADER_EPOCH)
-    _note_response_sent(node, parked.replica_id, response)
+    _note_response_sent(node, parked.replica_id, request.topics[0].partitions[0], response)
     node.emit(SendResponse(source, correlation_id, response, entries))
 
 
-def _note_response_sent(node: RaftNode, replica_id: int, response: FetchResponseData) -> None:
+def _note_response_sent(
+    node: RaftNode,
+    replica_id: int,
+    p: FetchRequestData.FetchPartition,
+    response: FetchResponseData,
+) -> None:
+    """A successful response to a voter (by key): the read lease's send time."""
     st = node.state
-    if isinstance(st, LeaderState) and response.responses[0].partitions[0].error_code == 0:
+    if (
+        isinstance(st, LeaderState)
+        and response.responses[0].partitions[0].error_code == 0
+        and node.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
+    ):
         st.data.progress.response_sent(replica_id, node.now_ms)
 
 

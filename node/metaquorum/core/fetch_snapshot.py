@@ -23,8 +23,10 @@ from metaquorum.core.log import Snapshot
 from metaquorum.core.rpc_common import (
     PARTITION,
     TOPIC_NAME,
+    directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
+    replica_key,
     response_failed,
     to_error,
     validate_leader_only_request,
@@ -49,6 +51,7 @@ def build_fetch_snapshot_request(
             end_offset=snapshot_id.offset, epoch=snapshot_id.epoch
         ),
         position=position,
+        replica_directory_id=directory_uuid(node.local_directory_id),
     )
     return FetchSnapshotRequestData(
         cluster_id=node.cluster_id,
@@ -120,7 +123,7 @@ def handle_fetch_snapshot_request(node: RaftNode, event: RequestReceived) -> Non
         respond(build_fetch_snapshot_response(node, Errors.POSITION_OUT_OF_RANGE, wanted))
         return
     chunk = snap.payload[p.position : p.position + max(0, request.max_bytes)]
-    node.note_voter_fetch(request.replica_id)
+    node.note_voter_fetch(replica_key(request.replica_id, p.replica_directory_id))
     respond(
         build_fetch_snapshot_response(
             node, Errors.NONE, wanted, size=size, position=p.position, chunk=chunk

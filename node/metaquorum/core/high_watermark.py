@@ -3,7 +3,10 @@
 Role: track, per replica, the offset it has acknowledged (a voter's Fetch offset, which it
 only sends after flushing everything below it; the leader's own *flushed* end offset), its
 last fetch and caught-up times (DescribeQuorum, KIP-836), and compute the high watermark.
-Observers that have not fetched for `OBSERVER_SESSION_TIMEOUT_MS` are forgotten.
+Observers that have not fetched for `OBSERVER_SESSION_TIMEOUT_MS` are forgotten. Voters are
+tracked by id (the voter set fixes their directory ids); observers by replica key (KIP-853), so
+a replica with a voter's id but another directory id (a wiped disk) is an observer and never
+counts toward the HW.
 
 Invariants (checked by tests against a naive oracle):
 - HW = the largest offset acknowledged by a majority of voters (`compute_high_watermark`);
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from metaquorum.core.ids import ReplicaKey
 
 OBSERVER_SESSION_TIMEOUT_MS = 300_000  # Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS
 
@@ -42,6 +47,7 @@ class ReplicaProgress:
     """Kafka's `LeaderState.ReplicaState`."""
 
     replica_id: int
+    directory_id: str | None = None
     end_offset: int | None = None
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
@@ -62,15 +68,19 @@ class LeaderProgress:
         self.local_id = local_id
         self.epoch_start_offset = epoch_start_offset
         self.voters: dict[int, ReplicaProgress] = {v: ReplicaProgress(v) for v in voters}
-        self.observers: dict[int, ReplicaProgress] = {}
+        self.observers: dict[ReplicaKey, ReplicaProgress] = {}
         self.high_watermark: int | None = None
 
-    def _replica(self, replica_id: int) -> ReplicaProgress:
-        state = self.voters.get(replica_id)
+    def _replica(self, replica_id: int, key: ReplicaKey | None = None) -> ReplicaProgress:
+        """A voter's progress by id, or (`key` given: not a voter) an observer's by key."""
+        if key is None:
+            state = self.voters.get(replica_id)
+            if state is not None:
+                return state
+            key = ReplicaKey(replica_id)
+        state = self.observers.get(key)
         if state is None:
-            state = self.observers.get(replica_id)
-            if state is None:
-                state = self.observers[replica_id] = ReplicaProgress(replica_id)
+            state = self.observers[key] = ReplicaProgress(key.id, key.directory_id)
         return state
 
     def update_local(self, flushed_end_offset: int, now_ms: int) -> bool:
@@ -81,11 +91,17 @@ class LeaderProgress:
         return self._maybe_advance()
 
     def update_replica(
-        self, replica_id: int, fetch_offset: int, leader_end_offset: int, now_ms: int
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        leader_end_offset: int,
+        now_ms: int,
+        observer: ReplicaKey | None = None,
     ) -> bool:
         """A validated Fetch at `fetch_offset` (everything below it durable there), the leader's
-        flushed end offset being `leader_end_offset`; True if the HW advanced."""
-        state = self._replica(replica_id)
+        flushed end offset being `leader_end_offset`; True if the HW advanced. `observer` is
+        the fetcher's key when it is not a voter (whatever its id)."""
+        state = self._replica(replica_id, observer)
         # Kafka's `ReplicaState.updateFollowerState` (leader end offset = its flushed one).
         if fetch_offset >= leader_end_offset:
             state.last_caught_up_ms = max(state.last_caught_up_ms, now_ms)
@@ -96,7 +112,7 @@ class LeaderProgress:
         state.end_offset = fetch_offset
         state.last_fetch_ms = max(state.last_fetch_ms, now_ms)
         state.last_fetch_leader_end_offset = leader_end_offset
-        return replica_id in self.voters and self._maybe_advance()
+        return observer is None and replica_id in self.voters and self._maybe_advance()
 
     def fetch_arrived(self, replica_id: int) -> None:
         """A new Fetch from a voter: it received our previous response (read lease)."""
@@ -110,7 +126,7 @@ class LeaderProgress:
         if state is not None:
             state.last_response_ms = now_ms
 
-    def active_observers(self, now_ms: int) -> dict[int, ReplicaProgress]:
+    def active_observers(self, now_ms: int) -> dict[ReplicaKey, ReplicaProgress]:
         """Kafka's `observerStates(now)`: observers that fetched within the observer session
         timeout; the others are forgotten (`clearInactiveObservers`)."""
         stale = [

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import begin_quorum_epoch, fetch
+from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
 from metaquorum.core.states import LeaderState
 
@@ -92,10 +93,11 @@ def drain_accumulator(node: RaftNode, st: LeaderState) -> None:
         node.append_as_leader(entries)
 
 
-def update_check_quorum_for_following_voter(node: RaftNode, replica_id: int) -> None:
-    """Kafka's `LeaderState.updateCheckQuorumForFollowingVoter`."""
+def update_check_quorum_for_following_voter(node: RaftNode, key: ReplicaKey) -> None:
+    """Kafka's `LeaderState.updateCheckQuorumForFollowingVoter` (a voter by its key)."""
     st = node.state
-    if not isinstance(st, LeaderState) or replica_id not in node.voters:
+    replica_id = key.id
+    if not isinstance(st, LeaderState) or not node.voters.is_voter(key):
         return
     if replica_id == node.local_id:
         return

@@ -446,8 +446,13 @@ class RaftNode:
         """Kafka's `pollCurrentState`: act on timers and send what is due; the next deadline."""
         return poll_current_state(self, now_ms)
 
-    def note_voter_fetch(self, replica_id: int) -> None:
-        leader.update_check_quorum_for_following_voter(self, replica_id)
+    def note_voter_fetch(self, key: ReplicaKey) -> None:
+        leader.update_check_quorum_for_following_voter(self, key)
+
+    def voter_key(self, voter_id: int) -> ReplicaKey:
+        """A voter's key as the voter set names it (no directory id in a static set)."""
+        node = self.voters.node(voter_id)
+        return node.key if node is not None else ReplicaKey(voter_id)
 
     def local_key(self) -> ReplicaKey:
         return ReplicaKey(self.local_id, self.local_directory_id)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from metaquorum.core.ids import ReplicaKey
 from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -66,6 +68,26 @@ def quorum_partition(topics: Sequence[_NamedTopic[IP]]) -> IP | None:
 
 def _partition_index(p: _IndexedPartition) -> int:
     return p.partition_index
+
+
+def directory_uuid(directory_id: str | None) -> Uuid:
+    """A replica key's directory id on the wire (ZERO = none, Kafka's NO_DIRECTORY_ID)."""
+    return Uuid.ZERO if directory_id is None else Uuid.from_string(directory_id)
+
+
+def replica_key(replica_id: int, directory: Uuid) -> ReplicaKey:
+    """Kafka's `ReplicaKey.of(id, directoryId)`: a ZERO directory id means none."""
+    return ReplicaKey(replica_id, None if directory == Uuid.ZERO else str(directory))
+
+
+def is_valid_voter_key(node: RaftNode, voter_id: int, directory: Uuid) -> bool:
+    """Kafka's `isValidVoterKey`: a request addressed to a voter key (VoterId >= 0) must name
+    this replica: its id and, when the key has a directory id, this replica's."""
+    if voter_id < 0:
+        return True
+    if voter_id != node.local_id:
+        return False
+    return directory == Uuid.ZERO or str(directory) == node.local_directory_id
 
 
 def has_valid_cluster_id(node: RaftNode, cluster_id: str | None) -> bool:

@@ -26,13 +26,16 @@ from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
-from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
+from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.rpc_common import (
     PARTITION,
     TOPIC_NAME,
+    directory_uuid,
     has_valid_cluster_id,
+    is_valid_voter_key,
     maybe_handle_common_response,
     quorum_partition,
+    replica_key,
     response_failed,
     to_error,
     validate_voter_only_request,
@@ -41,7 +44,6 @@ from metaquorum.core.states import CandidateState, ProspectiveState, UnattachedS
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
-from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -56,6 +58,8 @@ def build_vote_request(node: RaftNode, destination: int, pre_vote: bool) -> Vote
         last_offset_epoch=end.epoch,
         last_offset=end.offset,
         pre_vote=pre_vote,
+        replica_directory_id=directory_uuid(node.local_directory_id),
+        voter_directory_id=directory_uuid(node.voter_key(destination).directory_id),
     )
     return VoteRequestData(
         cluster_id=node.cluster_id,
@@ -107,11 +111,10 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
         return
     if p.replica_epoch > node.epoch:
         node.transition_to_unattached(p.replica_epoch)
-    if request.voter_id >= 0 and request.voter_id != node.local_id:
+    if not is_valid_voter_key(node, request.voter_id, p.voter_directory_id):
         _respond(node, event, build_vote_response(node, Errors.INVALID_VOTER_KEY, False))
         return
-    directory = p.replica_directory_id
-    candidate = ReplicaKey(p.replica_id, None if directory == Uuid.ZERO else str(directory))
+    candidate = replica_key(p.replica_id, p.replica_directory_id)
     theirs = OffsetAndEpoch(p.last_offset_epoch, p.last_offset)
     ours = node.log.end_offset_and_epoch()
     granted = node.state.can_grant_vote(candidate, theirs >= ours, pre_vote)

@@ -22,11 +22,13 @@ from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
+from metaquorum.core import describe_quorum
 from metaquorum.core.log import LogEntry
 from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import (
+    DescribeQuorumResponseData,
     FetchRequestData,
     FetchResponseData,
 )
@@ -135,9 +137,11 @@ class NodeRuntime:
                         read.add_done_callback(partial(_encode_into, out, key, version, cid))
                         return
                     message = self._set_records(message, cached)
-                elif key == ApiKeys.DESCRIBE_QUORUM and version < 2:
-                    # The node list is v2+ (KIP-853); Kafka's RaftUtil sets it only there.
-                    message = dataclasses.replace(message, nodes=[])
+                elif key == ApiKeys.DESCRIBE_QUORUM and isinstance(
+                    message, DescribeQuorumResponseData
+                ):
+                    # Node list and directory ids are v2+ (KIP-853), as Kafka's RaftUtil.
+                    message = describe_quorum.for_version(message, version)
                 out.set_result(encode_response(key, version, cid, message))
             except Exception as e:  # never into the driver's loop: this request fails alone
                 out.set_exception(e)

@@ -72,9 +72,13 @@ def node_status(driver: Driver) -> dict[str, Any]:
     progress = node.progress
     if isinstance(node.state, LeaderState) and progress is not None:
         replicas = []
-        for kind, table in (("voter", progress.voters), ("observer", progress.observers)):
-            for rid in sorted(table):
-                r = table[rid]
+        tables = (
+            ("voter", list(progress.voters.values())),
+            ("observer", list(progress.observers.values())),
+        )
+        for kind, table in tables:
+            for r in sorted(table, key=lambda r: (r.replica_id, r.directory_id or "")):
+                rid = r.replica_id
                 end = node.log.end_offset if rid == node.local_id else r.end_offset
                 replicas.append(
                     {

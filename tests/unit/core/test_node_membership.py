@@ -117,3 +117,94 @@ def test_replica_with_a_voters_id_but_another_directory_is_an_observer() -> None
     assert isinstance(wiped.node.state, UnattachedState)  # never campaigns
     assert not any(isinstance(e, VotersRecord) for e in wiped.node.log.entries())
     assert _ctx().node.is_voter
+
+
+def _fetch(replica: int, directory: str, epoch: int, offset: int, last_epoch: int) -> object:
+    from dataclasses import replace
+
+    from tests.unit.core.context import fetch_request
+
+    request = fetch_request(replica, epoch, offset, last_epoch)
+    topic = request.topics[0]
+    part = replace(topic.partitions[0], replica_directory_id=Uuid.from_string(directory))
+    return replace(request, topics=[replace(topic, partitions=[part])])
+
+
+def test_requests_carry_directory_ids() -> None:
+    from metaquorum.protocol.messages import FetchRequestData, VoteRequestData
+
+    ctx = _ctx()
+    ctx.advance_to_deadline()
+    votes = ctx.sent(VoteRequestData)
+    assert votes
+    for sent in votes:
+        p = sent.message.topics[0].partitions[0]
+        assert str(p.replica_directory_id) == _dir(1)
+        assert str(p.voter_directory_id) == _dir(sent.destination)
+    follower = _ctx(election=ElectionState(3, 2, None))
+    fetch = follower.sent(FetchRequestData)[0].message.topics[0].partitions[0]
+    assert str(fetch.replica_directory_id) == _dir(1)
+
+
+def test_vote_addressed_to_another_directory_of_this_id_is_invalid() -> None:
+    from dataclasses import replace
+
+    from metaquorum.protocol.errors import Errors
+
+    from tests.unit.core.context import vote_request
+
+    ctx = _ctx()
+    request = vote_request(2, 5, 0, 0)
+    request = replace(request, voter_id=1)
+    topic = request.topics[0]
+    part = replace(topic.partitions[0], voter_directory_id=Uuid(99, 99))
+    ctx.request(2, replace(request, topics=[replace(topic, partitions=[part])]))
+    answer = ctx.response().message.topics[0].partitions[0]
+    assert answer.error_code == Errors.INVALID_VOTER_KEY and not answer.vote_granted
+
+
+def test_a_wiped_voter_fetches_as_an_observer_and_counts_for_nothing() -> None:
+    from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
+
+    ctx = _ctx()
+    ctx.become_leader()
+    epoch, end = ctx.node.epoch, ctx.node.log.end_offset
+    cq = ctx.node.state.check_quorum_deadline_ms  # type: ignore[attr-defined]
+    # Replica 2 lost its disk: same id, new directory id. Its fetch at the log end must not
+    # commit anything (it is not a voter) nor keep the leader's check-quorum alive.
+    ctx.now += 100
+    ctx.request(2, _fetch(2, str(Uuid(99, 2)), epoch, end, epoch))
+    assert ctx.node.high_watermark is None
+    assert ctx.node.state.check_quorum_deadline_ms == cq  # type: ignore[attr-defined]
+    ctx.request(3, _fetch(3, _dir(3), epoch, end, epoch))  # the real voter 3 commits it
+    assert ctx.node.high_watermark == end
+    dq = DescribeQuorumRequestData(
+        topics=[
+            DescribeQuorumRequestData.TopicData(
+                topic_name="__cluster_metadata",
+                partitions=[DescribeQuorumRequestData.PartitionData(partition_index=0)],
+            )
+        ]
+    )
+    ctx.request(9, dq)
+    answer = ctx.response().message
+    assert isinstance(answer, DescribeQuorumResponseData)
+    part = answer.topics[0].partitions[0]
+    assert [o.replica_id for o in part.observers] == [2]
+    assert sorted(v.replica_id for v in part.current_voters) == [1, 2, 3]
+
+
+def test_describe_quorum_below_v2_drops_nodes_and_directory_ids() -> None:
+    from metaquorum.core.describe_quorum import for_version
+    from metaquorum.protocol.messages import DescribeQuorumResponseData as D
+
+    state = D.ReplicaState(replica_id=4, replica_directory_id=Uuid(1, 2))
+    response = D(
+        topics=[D.TopicData(topic_name="t", partitions=[D.PartitionData(observers=[state])])],
+        nodes=[D.Node(node_id=1)],
+    )
+    for version in (0, 1):
+        down = for_version(response, version)
+        down.encode(version)  # Kafka's encoder refuses v2 fields below v2; so would ours
+        assert down.nodes == [] and down.topics[0].partitions[0].observers[0].replica_id == 4
+    assert for_version(response, 2) is response

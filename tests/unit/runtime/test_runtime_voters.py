@@ -63,9 +63,11 @@ async def test_standalone_node_leads_from_its_checkpoint_and_describes_every_ver
             assert isinstance(answer, DescribeQuorumResponseData)
             part = answer.topics[0].partitions[0]
             assert (part.error_code, part.leader_id) == (0, 1)
+            voter = part.current_voters[0]
             if version < 2:
-                assert answer.nodes == []
+                assert answer.nodes == [] and voter.replica_directory_id == Uuid.ZERO
             else:
+                assert voter.replica_directory_id == directory_id
                 assert [
                     (n.node_id, [(x.name, x.host, x.port) for x in n.listeners])
                     for n in answer.nodes
