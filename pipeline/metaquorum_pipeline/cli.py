@@ -41,7 +41,8 @@ def campaign(args: argparse.Namespace) -> int:
     else:
         from metaquorum_pipeline import sparkjob
 
-        spark = sparkjob.session(args.master)
+        conf = dict(args.conf)
+        spark = sparkjob.session(args.master, conf=conf)
         try:
             run = {"engine": "spark", "master": args.master}
             run.update(sparkjob.run(spark, sp, out, progress=not args.quiet))
@@ -60,6 +61,13 @@ def campaign(args: argparse.Namespace) -> int:
     return 1 if agg["violating_seeds"] else 0
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="metaquorum-pipeline", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("spec", help="the campaign's YAML spec (see pipeline/campaigns/)")
     c.add_argument("--out", type=Path, required=True, help="output dir (resumable)")
     c.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    c.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. spark.driver.host=10.0.0.5 (repeatable)",
+    )
     c.add_argument("--no-spark", action="store_true", help="run on a local process pool")
     c.add_argument("--workers", type=int, default=None, help="--no-spark pool size")
     c.add_argument("--quiet", action="store_true", help="no progress bar")

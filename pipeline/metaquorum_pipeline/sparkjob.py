@@ -176,7 +176,14 @@ def run(spark: Any, spec: Spec, out: Path, *, progress: bool = True) -> dict[str
     if bar is not None:
         bar.tick(final=True)
     info["seconds"] = time.monotonic() - started
+    info["executors"] = executors(spark)
     return info
+
+
+def executors(spark: Any) -> int:
+    """Executors registered with the driver (0 in local mode, where the driver runs tasks)."""
+    infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return max(0, len(infos) - 1)
 
 
 def load(spark: Any, out: Path, scenarios: list[str]) -> Any:
