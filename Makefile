@@ -82,6 +82,7 @@ e2e: setup
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
 # on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).
 pipeline: setup
+	@scripts/java.sh >/dev/null
 	$(call run_tier,pipeline,pipeline,)
 
 slow: setup

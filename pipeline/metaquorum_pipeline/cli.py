@@ -1,6 +1,7 @@
 """`metaquorum-pipeline`: the pipeline's command line.
 
-Role: `campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's missing seeds
+Role: `measure` prints what a campaign costs here (see measure.py);
+`campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's missing seeds
 (Spark on `--master`, `local[*]` by default; a process pool only with `--no-spark`), then writes
 DIR/aggregates.json and the self-contained DIR/report.html over every seed of the spec found
 in DIR. Exit 0 when no seed broke an invariant, 1 when some did, 2 on a bad spec.
@@ -86,7 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--no-spark", action="store_true", help="run on a local process pool")
     c.add_argument("--workers", type=int, default=None, help="--no-spark pool size")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
+    m = sub.add_parser("measure", help="seeds/s and Spark's overhead here (docs/pipeline.md)")
+    m.add_argument("--mix", default="chaos")
+    m.add_argument("--seeds", type=int, default=1000)
     args = parser.parse_args(argv)
+    if args.command == "measure":
+        from metaquorum_pipeline import measure
+
+        return measure.main(args.mix, args.seeds)
     return campaign(args)
 
 
