@@ -17,13 +17,13 @@ export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export METAQUORUM_CACHE := $(CACHE)
 export KAFKA_VERSION
 
-.PHONY: help setup lint unit scenarios sim conformance integration e2e test run bench generate kafka-jars clean
+.PHONY: help setup lint unit scenarios sim conformance integration e2e pipeline test run bench generate kafka-jars clean
 
 help:
 	@echo "make run         run the product (a local quorum)"
 	@echo "make test        set up and run every test tier (what CI runs)"
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
-	@echo "make unit | scenarios | sim | conformance | integration | e2e   one tier"
+	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline   one tier"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks"
 	@echo "make generate    regenerate protocol message classes from our schemas"
@@ -60,10 +60,10 @@ define run_tier
 endef
 
 unit: setup
-	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e,)
+	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e and not pipeline,)
 
 scenarios: setup
-	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e,tests/scenarios)
+	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline,tests/scenarios)
 
 sim: setup
 	$(call run_tier,simulation,simulation,)
@@ -79,10 +79,16 @@ integration: setup
 e2e: setup
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "tier e2e: not built yet"; fi
 
-slow: setup
-	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e,)
+# The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
+# on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).
+pipeline: setup
+	@scripts/java.sh >/dev/null
+	$(call run_tier,pipeline,pipeline,)
 
-test: lint unit slow sim conformance integration e2e
+slow: setup
+	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e and not pipeline,)
+
+test: lint unit slow sim conformance integration e2e pipeline
 	@echo "make test: all tiers done"
 
 run: setup

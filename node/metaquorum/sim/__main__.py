@@ -12,19 +12,24 @@ import json
 import sys
 
 from metaquorum.sim.api import run_scenario
-from metaquorum.sim.params import MIXES
+from metaquorum.sim.params import MIXES, scenario_params
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m metaquorum.sim", description=__doc__)
     parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--scenario", default="chaos", help=f"one of: {', '.join(MIXES)}")
+    parser.add_argument(
+        "--scenario",
+        default="chaos",
+        help=f"MIX[+KEY=VALUE]..., MIX one of: {', '.join(MIXES)}; KEY voters, observers,"
+        " fault.interval.ms or a controller.quorum.* config, e.g. chaos+election.timeout.ms=500",
+    )
     parser.add_argument("--trace", action="store_true", help="print the event trace")
     args = parser.parse_args(argv)
-    if args.scenario not in MIXES:
-        print(
-            f"unknown scenario {args.scenario!r}; use one of: {', '.join(MIXES)}", file=sys.stderr
-        )
+    try:
+        scenario_params(args.scenario)
+    except ValueError as e:
+        print(f"bad scenario: {e}", file=sys.stderr)
         return 2
     result, trace = run_scenario(args.scenario, args.seed, trace=args.trace)
     if args.trace:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from metaquorum.sim.cluster import Simulation
-from metaquorum.sim.params import MIXES, SimParams
+from metaquorum.sim.params import SimParams, scenario_params
 
 
 @dataclass(slots=True)
@@ -66,10 +66,14 @@ def run_seed(params: SimParams, scenario: str = "custom") -> SeedResult:
 
 
 def run_scenario(name: str, seed: int, *, trace: bool = False) -> tuple[SeedResult, list[str]]:
-    """Run a named mix (`MIXES`) for one seed; also returns the trace lines if asked."""
+    """Run a scenario for one seed; also returns the trace lines if asked.
+
+    `name` is a mix of `MIXES`, optionally with overrides (`chaos+election.timeout.ms=500`,
+    see `metaquorum.sim.params.scenario_params`); ValueError on a bad name.
+    """
     from dataclasses import replace
 
-    params = replace(MIXES[name], seed=seed, trace=trace)
+    params = replace(scenario_params(name), seed=seed, trace=trace)
     sim = Simulation(params)
     sim.run()
     result = _result(sim, params, name)

@@ -101,3 +101,66 @@ MIXES: dict[str, SimParams] = {
         voters=5, mix=FaultMix(stable_leadership=True), append_interval_ms=0, fault_end_ms=14000
     ),
 }
+
+# A scenario name is a mix, optionally followed by overrides: `MIX[+KEY=VALUE]...`, e.g.
+# `chaos+voters=5+election.timeout.ms=500`. KEY is `voters`, `observers`, `fault.interval.ms` or a
+# `controller.quorum.*` config (the prefix may be left out). The campaign pipeline names its grid
+# cells this way, so `python -m metaquorum.sim --seed N --scenario S` replays any cell's seed.
+QUORUM_PREFIX = "controller.quorum."
+_SHAPE_KEYS = ("voters", "observers", "fault.interval.ms")
+
+
+def _quorum_attr(key: str) -> str | None:
+    name = key if key.startswith(QUORUM_PREFIX) else QUORUM_PREFIX + key
+    for attr in QuorumConfig.__dataclass_fields__:
+        try:
+            if QuorumConfig.kafka_name(attr) == name:
+                return attr
+        except KeyError:
+            continue
+    return None
+
+
+def canonical_key(key: str) -> str:
+    """The short form of an override key (no `controller.quorum.` prefix); raises if unknown."""
+    if key in _SHAPE_KEYS:
+        return key
+    if _quorum_attr(key) is None:
+        known = [QuorumConfig.kafka_name(a) for a in ("election_timeout_ms", "fetch_timeout_ms")]
+        raise ValueError(f"unknown override {key!r}; use {', '.join(_SHAPE_KEYS)} or e.g. {known}")
+    return key.removeprefix(QUORUM_PREFIX)
+
+
+def scenario_name(mix: str, overrides: dict[str, int]) -> str:
+    """`mix+key=value...` in the order given, keys in their short form."""
+    if mix not in MIXES:
+        raise ValueError(f"unknown mix {mix!r}; use one of: {', '.join(MIXES)}")
+    return "+".join([mix, *(f"{canonical_key(k)}={int(v)}" for k, v in overrides.items())])
+
+
+def scenario_params(name: str) -> SimParams:
+    """The params a scenario name stands for (seed 0); raises ValueError on a bad name."""
+    mix, *parts = name.split("+")
+    if mix not in MIXES:
+        raise ValueError(f"unknown mix {mix!r}; use one of: {', '.join(MIXES)}")
+    params = MIXES[mix]
+    config: dict[str, int] = {}
+    for part in parts:
+        key, sep, raw = part.partition("=")
+        if not sep or not raw.lstrip("-").isdigit():
+            raise ValueError(f"bad override {part!r} in {name!r}; expected KEY=INTEGER")
+        value = int(raw)
+        if key == "voters":
+            params = replace(params, voters=value)
+        elif key == "observers":
+            params = replace(params, observers=value)
+        elif key == "fault.interval.ms":
+            params = replace(params, mix=replace(params.mix, interval_ms=value))
+        else:
+            attr = _quorum_attr(key)
+            if attr is None:
+                canonical_key(key)  # raises with the list of known keys
+            config[str(attr)] = value
+    if params.voters < 1 or params.observers < 0:
+        raise ValueError(f"{name!r}: need at least one voter and no negative observer count")
+    return replace(params, config=replace(params.config, **config)) if config else params

@@ -1,0 +1,102 @@
+"""`metaquorum-pipeline`: the pipeline's command line.
+
+Role: `measure` prints what a campaign costs here (see measure.py);
+`campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's missing seeds
+(Spark on `--master`, `local[*]` by default; a process pool only with `--no-spark`), then writes
+DIR/aggregates.json and the self-contained DIR/report.html over every seed of the spec found
+in DIR. Exit 0 when no seed broke an invariant, 1 when some did, 2 on a bad spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from metaquorum_pipeline import aggregate, report, spec
+
+
+def campaign(args: argparse.Namespace) -> int:
+    try:
+        sp = spec.load(args.spec)
+    except (OSError, ValueError) as e:
+        print(f"metaquorum-pipeline: bad spec {args.spec}: {e}", file=sys.stderr)
+        return 2
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    if Path(args.spec).resolve() != (out / "spec.yaml").resolve():
+        shutil.copyfile(args.spec, out / "spec.yaml")
+    scenarios = [c.scenario for c in sp.cells]
+    started = time.monotonic()
+    print(f"campaign {sp.name}: {len(sp.cells)} cells x {sp.seeds_per_cell} seeds", file=sys.stderr)
+    run: dict[str, Any]
+    if args.no_spark:
+        from metaquorum_pipeline import local
+
+        run = {"engine": "process pool", **local.run(sp, out, args.workers)}
+        agg = aggregate.python_aggregates(local.load(out, scenarios))
+    else:
+        from metaquorum_pipeline import sparkjob
+
+        conf = dict(args.conf)
+        spark = sparkjob.session(args.master, conf=conf)
+        try:
+            run = {"engine": "spark", "master": args.master}
+            run.update(sparkjob.run(spark, sp, out, progress=not args.quiet))
+            agg = aggregate.spark_aggregates(spark, sparkjob.load(spark, out, scenarios))
+        finally:
+            spark.stop()
+    run["seeds_per_s"] = run["seeds_run"] / run["seconds"] if run["seconds"] else None
+    run["total_s"] = time.monotonic() - started
+    (out / "aggregates.json").write_text(json.dumps({"name": sp.name, "run": run, **agg}, indent=1))
+    (out / "report.html").write_text(report.render(agg, name=sp.name, run=run))
+    print(
+        f"{agg['seeds']} seeds ({run['seeds_run']} run now, {run['seeds_skipped']} already there), "
+        f"{agg['violating_seeds']} violating; report: {out / 'report.html'}",
+        file=sys.stderr,
+    )
+    return 1 if agg["violating_seeds"] else 0
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="metaquorum-pipeline", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("campaign", help="run a simulation campaign and write its report")
+    c.add_argument("spec", help="the campaign's YAML spec (see pipeline/campaigns/)")
+    c.add_argument("--out", type=Path, required=True, help="output dir (resumable)")
+    c.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    c.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. spark.driver.host=10.0.0.5 (repeatable)",
+    )
+    c.add_argument("--no-spark", action="store_true", help="run on a local process pool")
+    c.add_argument("--workers", type=int, default=None, help="--no-spark pool size")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    m = sub.add_parser("measure", help="seeds/s and Spark's overhead here (docs/pipeline.md)")
+    m.add_argument("--mix", default="chaos")
+    m.add_argument("--seeds", type=int, default=1000)
+    args = parser.parse_args(argv)
+    if args.command == "measure":
+        from metaquorum_pipeline import measure
+
+        return measure.main(args.mix, args.seeds)
+    return campaign(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
