@@ -2,7 +2,8 @@
 switch on the api key): the core dispatches by message *type*, never by class-name strings.
 
 Invariant: every Raft RPC the runtime hands the core (Vote, BeginQuorumEpoch, EndQuorumEpoch,
-Fetch, DescribeQuorum, FetchSnapshot) has exactly one request handler, and every one the core
+Fetch, DescribeQuorum, FetchSnapshot, AddRaftVoter, RemoveRaftVoter) has exactly one request
+handler, and every one the core
 sends has exactly one response handler; a message of any other type is ignored.
 """
 
@@ -12,15 +13,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from metaquorum.core import (
+    add_voter,
     begin_quorum_epoch,
     end_quorum_epoch,
     fetch,
     fetch_snapshot,
+    remove_voter,
     vote,
 )
 from metaquorum.core import describe_quorum as describe
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.protocol.messages import (
+    AddRaftVoterRequestData,
+    ApiVersionsResponseData,
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
     DescribeQuorumRequestData,
@@ -30,6 +35,7 @@ from metaquorum.protocol.messages import (
     FetchResponseData,
     FetchSnapshotRequestData,
     FetchSnapshotResponseData,
+    RemoveRaftVoterRequestData,
     VoteRequestData,
     VoteResponseData,
 )
@@ -44,6 +50,8 @@ REQUEST_HANDLERS: dict[type, Callable[[RaftNode, RequestReceived], None]] = {
     FetchRequestData: fetch.handle_fetch_request,
     DescribeQuorumRequestData: describe.handle_describe_quorum_request,
     FetchSnapshotRequestData: fetch_snapshot.handle_fetch_snapshot_request,
+    AddRaftVoterRequestData: add_voter.handle_add_raft_voter_request,
+    RemoveRaftVoterRequestData: remove_voter.handle_remove_raft_voter_request,
 }
 RESPONSE_HANDLERS: dict[type, Callable[[RaftNode, ResponseReceived], None]] = {
     VoteResponseData: vote.handle_vote_response,
@@ -51,4 +59,5 @@ RESPONSE_HANDLERS: dict[type, Callable[[RaftNode, ResponseReceived], None]] = {
     EndQuorumEpochResponseData: end_quorum_epoch.handle_end_quorum_epoch_response,
     FetchResponseData: fetch.handle_fetch_response,
     FetchSnapshotResponseData: fetch_snapshot.handle_fetch_snapshot_response,
+    ApiVersionsResponseData: add_voter.handle_api_versions_response,
 }

@@ -13,14 +13,18 @@ from dataclasses import dataclass
 
 from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
-from metaquorum.core.voter_set import VoterSet
+from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 
 
 @dataclass(frozen=True, slots=True)
 class SendRequest:
+    """A request to `destination`; `endpoint` names where to reach a replica that is not a
+    voter (KIP-853: the voter being added), so the driver never needs a static list."""
+
     destination: int
     correlation_id: int
     message: object
+    endpoint: ListenerEndpoint | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,10 +64,13 @@ class LeaderProgress:
 
     __slots__ = ("epoch_start_offset", "high_watermark", "local_id", "observers", "voters")
 
-    def __init__(self, local_id: int, voters: Iterable[int], epoch_start_offset: int):
+    def __init__(self, local_id: int, voters: Iterable[int | ReplicaKey], epoch_start_offset: int):
         self.local_id = local_id
         self.epoch_start_offset = epoch_start_offset
-        self.voters: dict[int, ReplicaProgress] = {v: ReplicaProgress(v) for v in voters}
+        keys = [ReplicaKey(v) if isinstance(v, int) else v for v in voters]
+        self.voters: dict[int, ReplicaProgress] = {
+            k.id: ReplicaProgress(k.id, k.directory_id) for k in keys
+        }
         self.observers: dict[ReplicaKey, ReplicaProgress] = {}
         self.high_watermark: int | None = None
 
@@ -77,11 +80,40 @@ class LeaderProgress:
             state = self.voters.get(replica_id)
             if state is not None:
                 return state
-            key = ReplicaKey(replica_id)
+            key = next((k for k in self.observers if k.id == replica_id), ReplicaKey(replica_id))
         state = self.observers.get(key)
         if state is None:
             state = self.observers[key] = ReplicaProgress(key.id, key.directory_id)
         return state
+
+    def set_voters(self, keys: Iterable[ReplicaKey]) -> None:
+        """Kafka's `updateVoterAndObserverStates`: the voter set changed (a VotersRecord in the
+        leader's log); a new voter keeps the progress it made as an observer, a removed one
+        (the leader itself included) goes on as an observer."""
+        old = self.voters
+        new: dict[int, ReplicaProgress] = {}
+        for k in keys:
+            state = old.pop(k.id, None)
+            if state is None or state.directory_id not in (None, k.directory_id):
+                if state is not None:
+                    old[k.id] = state
+                state = self.observers.pop(k, None) or ReplicaProgress(k.id, k.directory_id)
+            state.directory_id = k.directory_id
+            new[k.id] = state
+        for state in old.values():
+            self.observers.setdefault(ReplicaKey(state.replica_id, state.directory_id), state)
+        self.voters = new
+
+    def is_observer_caught_up(self, key: ReplicaKey, now_ms: int) -> bool:
+        """Kafka's `isReplicaCaughtUp` for AddRaftVoter: an observer that has caught up with
+        the leader once and fetched within the last hour."""
+        state = self.observers.get(key)
+        return (
+            state is not None
+            and state.last_caught_up_ms > 0
+            and state.last_fetch_ms > 0
+            and state.last_fetch_ms > now_ms - 3_600_000
+        )
 
     def update_local(self, flushed_end_offset: int, now_ms: int) -> bool:
         """The leader's own durable end offset moved; True if the HW advanced."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from metaquorum.core import begin_quorum_epoch, fetch
+from metaquorum.core import begin_quorum_epoch, fetch, voter_change
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
 from metaquorum.core.states import LeaderState
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 
 def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
-    if now_ms >= st.check_quorum_deadline_ms:
+    voter_change.expire_pending_change(node)
+    if now_ms >= st.check_quorum_deadline_ms or st.data.resign_requested:
         node.resign()
         return node.poll(now_ms)
     if drain_due(node, st, now_ms):
@@ -38,7 +39,9 @@ def poll_leader(node: RaftNode, st: LeaderState, now_ms: int) -> int:
     current = node.state
     assert isinstance(current, LeaderState)
     deadline = min(deadline, current.check_quorum_deadline_ms)
-    for d in (data.accumulator.drain_deadline_ms(), data.purgatory.next_expiry_ms()):
+    change = data.pending_change
+    expiry = None if change is None else change.expire_ms
+    for d in (data.accumulator.drain_deadline_ms(), data.purgatory.next_expiry_ms(), expiry):
         if d is not None:
             deadline = min(deadline, d)
     return deadline
@@ -103,7 +106,10 @@ def update_check_quorum_for_following_voter(node: RaftNode, key: ReplicaKey) -> 
         return
     fetched = st.data.fetched_voters
     fetched.add(replica_id)
-    if len(fetched) >= len(node.voters) // 2:
+    # A majority of the voters; the leader counts itself only while it is one (a leader
+    # removing itself keeps leading on the other voters' fetches alone, as Kafka).
+    majority = len(node.voters) // 2 + 1 - (node.local_id in node.voters)
+    if len(fetched) >= majority:
         fetched.clear()
         deadline = node.now_ms + node.config.check_quorum_timeout_ms
         node.update_state(replace(st, check_quorum_deadline_ms=deadline))

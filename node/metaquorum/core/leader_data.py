@@ -13,21 +13,33 @@ terms; leaving leadership fails every pending append and answers every parked fe
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metaquorum.core.batch_accumulator import BatchAccumulator
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.fetch_purgatory import FetchPurgatory
 from metaquorum.core.high_watermark import LeaderProgress
+from metaquorum.core.ids import ReplicaKey
+
+if TYPE_CHECKING:
+    from metaquorum.core.voter_change import PendingVoterChange
 
 
 class LeaderData:
-    __slots__ = ("accumulator", "fetched_voters", "pending_appends", "progress", "purgatory")
+    __slots__ = (
+        "accumulator",
+        "fetched_voters",
+        "pending_appends",
+        "pending_change",
+        "progress",
+        "purgatory",
+        "resign_requested",
+    )
 
     def __init__(
         self,
         local_id: int,
-        voters: Iterable[int],
+        voters: Iterable[int | ReplicaKey],
         epoch_start_offset: int,
         config: QuorumConfig | None = None,
     ) -> None:
@@ -37,6 +49,10 @@ class LeaderData:
         self.accumulator = BatchAccumulator(cfg.append_linger_ms, cfg.max_batch_size_bytes)
         self.purgatory: FetchPurgatory[Any] = FetchPurgatory()
         self.pending_appends: dict[int, int] = {}  # append id -> its last offset
+        # KIP-853: the one Add/RemoveRaftVoter in progress (core/voter_change.py), and a
+        # removed leader's request to resign once its removal commits.
+        self.pending_change: PendingVoterChange | None = None
+        self.resign_requested = False
 
     @classmethod
     def empty(cls) -> LeaderData:

@@ -17,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import dispatch, epoch_start, fetch, leader
+from metaquorum.core import dispatch, epoch_start, fetch, leader, voter_change
 from metaquorum.core.batch_accumulator import PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
@@ -68,6 +68,7 @@ from metaquorum.core.states import (
 from metaquorum.core.transitions import check_in_place_update, check_transition
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
+from metaquorum.protocol.errors import Errors
 
 NEVER = 2**62
 
@@ -229,10 +230,12 @@ class RaftNode:
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
 
-    def send(self, destination: int, message: object) -> None:
+    def send(
+        self, destination: int, message: object, endpoint: ListenerEndpoint | None = None
+    ) -> None:
         cid = self.next_correlation_id()
         self.requests.on_request_sent(destination, cid, self.now_ms)
-        self.emit(SendRequest(destination, cid, message))
+        self.emit(SendRequest(destination, cid, message, endpoint))
 
     # --- transitions -------------------------------------------------------------------------
     def transition_to(self, new: EpochState) -> None:
@@ -270,6 +273,7 @@ class RaftNode:
     def _leave_leadership(self, new: EpochState) -> None:
         old = self.state
         assert isinstance(old, LeaderState)
+        voter_change.finish(self, Errors.NOT_LEADER_OR_FOLLOWER)
         data = old.data
         for item in data.accumulator.abandon():
             self.emit(AppendFailed(item.append_id, "NOT_LEADER_OR_FOLLOWER"))
@@ -341,7 +345,7 @@ class RaftNode:
         assert isinstance(st, CandidateState)
         start = self.log.end_offset
         cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
-        data = LeaderData(self.local_id, self.voters.voter_ids, start, self.config)
+        data = LeaderData(self.local_id, self.voters.keys(), start, self.config)
         self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
         # KIP-595 / KIP-853: LeaderChange [+ KRaftVersion + Voters] (core/epoch_start.py).
         self._append_as_leader(
@@ -407,6 +411,7 @@ class RaftNode:
     def leader_local_progress(self) -> None:
         """The leader's durable end offset counts toward the HW (never its unflushed tail)."""
         assert self.progress is not None
+        self.progress.set_voters(self.voters.keys())  # Kafka's updateLocalState
         if self.progress.update_local(self.log.flushed_offset, self.now_ms):
             fetch.complete_purgatory(self)
 
@@ -420,6 +425,7 @@ class RaftNode:
         if hw is not None and hw > self._reported_hw:
             self._reported_hw = hw
             self.emit(HighWatermarkAdvanced(hw))
+            voter_change.on_high_watermark(self)
             data = self.leader_data
             if data is not None and data.pending_appends:
                 pending = data.pending_appends
@@ -453,6 +459,11 @@ class RaftNode:
         """A voter's key as the voter set names it (no directory id in a static set)."""
         node = self.voters.node(voter_id)
         return node.key if node is not None else ReplicaKey(voter_id)
+
+    @property
+    def listener_name(self) -> str:
+        """The controller listener (Kafka's `channel.listenerName()`): the first local one."""
+        return self.local_endpoints[0].name if self.local_endpoints else "CONTROLLER"
 
     def local_key(self) -> ReplicaKey:
         return ReplicaKey(self.local_id, self.local_directory_id)

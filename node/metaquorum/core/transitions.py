@@ -103,7 +103,10 @@ def check_transition(old: EpochState, new: EpochState, *, local_id: int, is_vote
     rule = LEGAL.get((old.role, new.role))
     if rule is None:
         raise IllegalTransition(f"{old.role.value} -> {new.role.value} is not a legal transition")
-    if not is_voter and new.role not in OBSERVER_ROLES:
+    # A leader that removed itself (KIP-853) is no longer a voter and resigns: Kafka's
+    # transitionToResigned only asks that it leads.
+    removed_leader = old.role is L and new.role is R
+    if not is_voter and new.role not in OBSERVER_ROLES and not removed_leader:
         raise IllegalTransition(f"an observer cannot become {new.role.value}")
     if not _epoch_ok(rule, old.epoch, new.epoch):
         raise IllegalTransition(

@@ -121,6 +121,12 @@ class VoterSet:
     def sorted_ids(self) -> list[int]:
         return sorted(self.voter_ids)
 
+    def keys(self) -> list[ReplicaKey]:
+        """Every voter's key (ids only for a set of bare ids), by ascending id."""
+        if self.nodes:
+            return [n.key for n in self.nodes]
+        return [ReplicaKey(i) for i in sorted(self.voter_ids)]
+
     def node(self, voter_id: int) -> VoterNode | None:
         return next((n for n in self.nodes if n.key.id == voter_id), None)
 
@@ -144,6 +150,20 @@ class VoterSet:
         if node is None or not _is_voter_key(node, updated.key):
             return None
         return VoterSet.from_nodes([updated if n is node else n for n in self.nodes])
+
+    def add_voter(self, voter: VoterNode) -> VoterSet | None:
+        """Kafka's `addVoter`: the set with `voter`, or None if its id already votes."""
+        if voter.key.id in self.voter_ids:
+            return None
+        return VoterSet.from_nodes([*self.nodes, voter])
+
+    def remove_voter(self, key: ReplicaKey) -> VoterSet | None:
+        """Kafka's `removeVoter`: the set without `key`, or None if `key` is not a voter or
+        is the last one."""
+        node = self.node(key.id)
+        if node is None or node.key != key or len(self.nodes) == 1:
+            return None
+        return VoterSet.from_nodes(n for n in self.nodes if n is not node)
 
     def to_voters_record(self) -> VotersRecord:
         """Kafka's `toVotersRecord` (version 0), voters by ascending id."""

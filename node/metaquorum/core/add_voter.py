@@ -1,0 +1,136 @@
+"""AddRaftVoter on the leader (KIP-853; Kafka's `AddVoterHandler`).
+
+Role: validate the request in Kafka's order (cluster id; leader of this epoch; a voter key with
+a directory id; an endpoint on the controller listener; no change pending; a HW, i.e. a record
+of this epoch committed; kraft.version >= 1; the newest VotersRecord committed; the id not
+already voting: DUPLICATE_VOTER), then ask the new voter for its ApiVersions; on the answer,
+check that its kraft.version range covers the finalized one and that it has caught up as an
+observer, append the VotersRecord with it added, and answer once the HW passes that record (or
+at once when AckWhenCommitted is false).
+Invariants: one change at a time (core/voter_change.py); nothing is appended unless every check
+passed at the moment of the append; an abandoned or failed change answers exactly once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.log import LogEntry
+from metaquorum.core.rpc_common import (
+    has_valid_cluster_id,
+    replica_key,
+    validate_leader_only_request,
+)
+from metaquorum.core.states import LeaderState
+from metaquorum.core.voter_change import ChangeKind, PendingVoterChange, change_blocked, finish
+from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import (
+    AddRaftVoterRequestData,
+    AddRaftVoterResponseData,
+    ApiVersionsRequestData,
+    ApiVersionsResponseData,
+)
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+KRAFT_VERSION_FEATURE = "kraft.version"
+
+
+def add_voter_response(error: Errors, message: str | None = None) -> AddRaftVoterResponseData:
+    return AddRaftVoterResponseData(error_code=int(error), error_message=message)
+
+
+def handle_add_raft_voter_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, AddRaftVoterRequestData)
+
+    def respond(error: Errors, message: str | None = None) -> None:
+        response = add_voter_response(error, message)
+        node.emit(SendResponse(event.source, event.correlation_id, response))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(Errors.INCONSISTENT_CLUSTER_ID, f"cluster id {request.cluster_id!r} is not ours")
+        return
+    error = validate_leader_only_request(node, node.epoch)
+    if error != Errors.NONE:
+        respond(error)
+        return
+    key = replica_key(request.voter_id, request.voter_directory_id)
+    if request.voter_id < 0 or key.directory_id is None:
+        respond(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+        return
+    endpoints = tuple(ListenerEndpoint(x.name, x.host, x.port) for x in request.listeners)
+    if not any(e.name == node.listener_name for e in endpoints):
+        respond(
+            Errors.INVALID_REQUEST,
+            f"Add voter request didn't include the endpoint for the listener {node.listener_name}",
+        )
+        return
+    blocked = change_blocked(node, "adding")
+    if blocked is not None:
+        respond(*blocked)
+        return
+    if request.voter_id in node.voters:
+        respond(Errors.DUPLICATE_VOTER, f"The voter id for {key} is already a voter")
+        return
+    st = node.state
+    assert isinstance(st, LeaderState)
+    st.data.pending_change = PendingVoterChange(
+        ChangeKind.ADD,
+        key,
+        event.source,
+        event.correlation_id,
+        node.now_ms + node.config.request_timeout_ms,
+        endpoints,
+        request.ack_when_committed,
+    )
+    endpoint = next(e for e in endpoints if e.name == node.listener_name)
+    node.send(request.voter_id, ApiVersionsRequestData(), endpoint=endpoint)
+
+
+def handle_api_versions_response(node: RaftNode, event: ResponseReceived) -> None:
+    """Kafka's `AddVoterHandler.handleApiVersionsResponse`."""
+    response = event.message
+    assert isinstance(response, ApiVersionsResponseData)
+    st = node.state
+    if not isinstance(st, LeaderState):
+        return
+    change = st.data.pending_change
+    if (
+        change is None
+        or change.kind is not ChangeKind.ADD
+        or change.key.id != event.source
+        or change.last_offset is not None
+    ):
+        return
+    if response.error_code != 0:
+        finish(node, Errors.REQUEST_TIMED_OUT, "ApiVersions of the new voter returned an error")
+        return
+    kraft = node.control.latest_kraft_version()
+    feature = next(
+        (f for f in response.supported_features if f.name == KRAFT_VERSION_FEATURE), None
+    )
+    if feature is None or not feature.min_version <= kraft <= feature.max_version:
+        finish(
+            node,
+            Errors.INVALID_REQUEST,
+            f"the new voter {change.key} does not support the finalized kraft.version {kraft}",
+        )
+        return
+    if not st.data.progress.is_observer_caught_up(change.key, node.now_ms):
+        finish(node, Errors.REQUEST_TIMED_OUT, f"the new voter {change.key} is lagging behind")
+        return
+    voter = VoterNode(change.key, change.endpoints, feature.min_version, feature.max_version)
+    new_voters = node.voters.add_voter(voter)
+    assert new_voters is not None  # checked at the request; one change at a time since
+    offset = node.log.end_offset
+    node.append_as_leader([LogEntry.of_control(offset, st.epoch, new_voters.to_voters_record())])
+    change.last_offset = offset
+    if not change.ack_when_committed:
+        change.answered = True
+        answer = add_voter_response(Errors.NONE)
+        node.emit(SendResponse(change.source, change.correlation_id, answer))

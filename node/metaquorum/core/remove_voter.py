@@ -1,0 +1,75 @@
+"""RemoveRaftVoter on the leader (KIP-853; Kafka's `RemoveVoterHandler`).
+
+Role: validate in Kafka's order (cluster id; leader of this epoch; a voter key with a directory
+id; no change pending; a HW, i.e. a record of this epoch committed; kraft.version >= 1; the
+newest VotersRecord committed; the key a voter and not the last one: VOTER_NOT_FOUND), append
+the VotersRecord without it, and answer when the HW passes that record. Removing the leader
+itself: it keeps leading without counting itself toward the HW or check-quorum, and resigns once
+the change commits (core/voter_change.py `on_high_watermark`).
+Invariants: one change at a time; the new set differs from the old by exactly one voter; the
+answer is sent exactly once (commit, expiry after `request.timeout.ms`, or losing leadership).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived
+from metaquorum.core.log import LogEntry
+from metaquorum.core.rpc_common import (
+    has_valid_cluster_id,
+    replica_key,
+    validate_leader_only_request,
+)
+from metaquorum.core.states import LeaderState
+from metaquorum.core.voter_change import ChangeKind, PendingVoterChange, change_blocked
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import RemoveRaftVoterRequestData, RemoveRaftVoterResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def handle_remove_raft_voter_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, RemoveRaftVoterRequestData)
+
+    def respond(error: Errors, message: str | None = None) -> None:
+        response = RemoveRaftVoterResponseData(error_code=int(error), error_message=message)
+        node.emit(SendResponse(event.source, event.correlation_id, response))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(Errors.INCONSISTENT_CLUSTER_ID, f"cluster id {request.cluster_id!r} is not ours")
+        return
+    error = validate_leader_only_request(node, node.epoch)
+    if error != Errors.NONE:
+        respond(error)
+        return
+    key = replica_key(request.voter_id, request.voter_directory_id)
+    if request.voter_id < 0 or key.directory_id is None:
+        respond(Errors.INVALID_REQUEST, "Remove voter request didn't include a valid voter")
+        return
+    blocked = change_blocked(node, "removing")
+    if blocked is not None:
+        respond(*blocked)
+        return
+    new_voters = node.voters.remove_voter(key)
+    if new_voters is None:
+        respond(
+            Errors.VOTER_NOT_FOUND,
+            f"Cannot remove voter {key} from the set of voters {node.voters.sorted_ids()}",
+        )
+        return
+    st = node.state
+    assert isinstance(st, LeaderState)
+    offset = node.log.end_offset
+    st.data.pending_change = PendingVoterChange(
+        ChangeKind.REMOVE,
+        key,
+        event.source,
+        event.correlation_id,
+        node.now_ms + node.config.request_timeout_ms,
+        last_offset=offset,
+    )
+    node.append_as_leader([LogEntry.of_control(offset, st.epoch, new_voters.to_voters_record())])
