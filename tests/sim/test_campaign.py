@@ -31,10 +31,17 @@ CAMPAIGN = [
     ("stable-leadership", 150),
     ("five-stable-leadership", 100),
 ]
+# KIP-853 (issue 14): 2,000 more seeds with dynamic voter sets (add, remove, replace a wiped
+# voter, remove the leader) under crashes, partitions and disk wipes, 3 and 5 voters.
+MEMBERSHIP_CAMPAIGN = [("membership", 1000), ("five-membership", 1000)]
+CAMPAIGN += MEMBERSHIP_CAMPAIGN
 
 
 def test_campaign_covers_2000_seeds_of_both_sizes() -> None:
-    assert sum(n for _, n in CAMPAIGN) >= 2000
+    assert sum(n for _, n in CAMPAIGN) - sum(n for _, n in MEMBERSHIP_CAMPAIGN) >= 2000
+    assert sum(n for _, n in MEMBERSHIP_CAMPAIGN) >= 2000
+    assert {MIXES[m].voters for m, _ in MEMBERSHIP_CAMPAIGN} == {3, 5}
+    assert all(MIXES[m].mix.wipe and MIXES[m].kraft_version == 1 for m, _ in MEMBERSHIP_CAMPAIGN)
     assert {MIXES[m].voters for m, _ in CAMPAIGN} == {3, 5}
     assert any(MIXES[m].observers for m, _ in CAMPAIGN)
 
@@ -101,3 +108,20 @@ def test_record_is_plain_data_for_the_pipeline() -> None:
     assert isinstance(record["commit_latencies_ms"], list)
     first = record["time_to_first_leader_ms"]
     assert isinstance(first, int) and 1000 <= first <= 5000  # election timeout 1-2 s, + rounds
+
+
+def test_membership_seeds_change_the_voter_set_and_replace_wiped_voters() -> None:
+    """The membership mixes really exercise KIP-853: changes commit, wiped voters come back
+    as observers under new directory ids, and the final voter sets differ from the start."""
+    from metaquorum.sim.cluster import Simulation
+
+    committed_changes = wiped = changed_sets = 0
+    for seed in range(40):
+        sim = Simulation(MIXES["membership"].with_seed(seed))
+        sim.run()
+        assert not sim.checker.violations, (seed, sim.checker.violations[:1])
+        committed_changes += sim.admin_answers.get(0, 0)
+        wiped += sum(sim.checker.generation.values())
+        node = next(n for n in sim.nodes.values() if n is not None)
+        changed_sets += node.voters.voter_ids != sim.bootstrap_ids
+    assert committed_changes >= 40 and wiped >= 5 and changed_sets >= 20

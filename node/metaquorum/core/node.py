@@ -390,6 +390,9 @@ class RaftNode:
 
     def _append_as_leader(self, entries: list[LogEntry]) -> None:
         self.log.append(entries)
+        progress = self.progress
+        if progress is not None and progress.voters.keys() != self.voters.voter_ids:
+            progress.set_voters(self.voters.keys())  # a VotersRecord: in effect at once
         self.emit(AppendEntries(tuple(entries)))
         self.emit(FlushLog(self.log.end_offset))
         fetch.complete_purgatory(self)

@@ -15,7 +15,7 @@ bootstrap set, at offset -1, covers everything before).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -226,6 +226,13 @@ class VoterSetHistory:
 
     def latest_offset(self) -> int:
         return self._offsets[-1]
+
+    def changes_from(self, offset: int) -> int:
+        """How many sets written at or after `offset` change the membership (their ids differ
+        from the set before them; a restated set, e.g. new endpoints, is not a change)."""
+        first = max(1, bisect_left(self._offsets, offset))
+        sets = self._sets
+        return sum(1 for i in range(first, len(sets)) if sets[i].voter_ids != sets[i - 1].voter_ids)
 
     def reset(self, offset: int, voters: VoterSet) -> None:
         """Start over from one set at `offset` (a snapshot installed or loaded)."""

@@ -50,6 +50,7 @@ from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_set import VoterSet
 from metaquorum.protocol.control_records import snapshot_footer_batch, snapshot_header_batch
 from metaquorum.protocol.messages import (
+    ApiVersionsRequestData,
     FetchRequestData,
     KRaftVersionRecord,
     VoteRequestData,
@@ -57,12 +58,13 @@ from metaquorum.protocol.messages import (
     VotersRecord,
 )
 from metaquorum.protocol.records import SimpleRecord, build_batch
+from metaquorum.sim import membership
 from metaquorum.sim.disk import MemoryDisk
 from metaquorum.sim.invariants import InvariantChecker
 from metaquorum.sim.network import Network
 from metaquorum.sim.params import SimParams
 
-POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED, SNAPSHOT = range(9)
+POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED, SNAPSHOT, MEMBERSHIP = range(10)
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
@@ -73,7 +75,23 @@ class Simulation:
         self.net = Network(random.Random(self.rng.getrandbits(64)), params.link)
         self.voter_ids = list(range(1, params.voters + 1))
         self.all_ids = list(range(1, params.voters + params.observers + 1))
-        self.voter_set = VoterSet.of(self.voter_ids)
+        self.cluster_id = CLUSTER_ID
+        self.bootstrap_ids = frozenset(self.voter_ids)
+        # KIP-853 (sim/membership.py): directory ids (a wipe draws a new one), the bootstrap
+        # voter set with them, the operator's requests in flight and their answers.
+        self.kraft1 = params.kraft_version >= 1
+        self.directory_ids: dict[int, str | None] = dict.fromkeys(self.all_ids)
+        if self.kraft1:
+            for n in self.all_ids:
+                self.directory_ids[n] = membership.new_directory_id(self)
+        self.voter_set = (
+            membership.bootstrap_voters(self) if self.kraft1 else VoterSet.of(self.voter_ids)
+        )
+        self.admin_pending: dict[int, tuple[int, int]] = {}  # cid -> (node, incarnation)
+        self.admin_answers: dict[int, int] = {}  # error code -> count
+        self.next_admin_cid = 0
+        self.committed_voters: list[tuple[int, frozenset[int]]] = []
+        self.committed_scanned = 0
         self.disks = {n: MemoryDisk() for n in self.all_ids}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}
         self.incarnation = dict.fromkeys(self.all_ids, 0)
@@ -81,6 +99,11 @@ class Simulation:
         self.poll_token = dict.fromkeys(self.all_ids, 0)
         self.poll_at = dict.fromkeys(self.all_ids, -1)
         self.checker = InvariantChecker(frozenset(self.voter_ids))
+        self.checker.dynamic = params.kraft_version >= 1
+        if self.checker.dynamic:
+            self.checker.lost_since_ack = lambda v, st, hw: membership.lost_since_ack(
+                self, v, st, hw
+            )
         self.queue: list[tuple[int, int, int, int, Any]] = []
         self.seq = 0
         self.now = 0
@@ -127,6 +150,9 @@ class Simulation:
             election=disk.election,
             now_ms=self.now,
             first_correlation_id=inc << 32,
+            kraft_version=self.params.kraft_version,
+            local_directory_id=self.directory_ids[nid],
+            local_endpoints=(membership.endpoint_of(nid),) if self.kraft1 else (),
         )
         self.nodes[nid] = node
         self.checker.on_restart(nid)
@@ -186,6 +212,9 @@ class Simulation:
                 if isinstance(msg, VoteResponseData):
                     self._check_vote(nid, msg, disk)
                 dst = eff.destination
+                if dst == membership.ADMIN:
+                    membership.admin_answer(self, eff.correlation_id, msg)
+                    continue
                 times = self.net.deliveries(nid, dst, now)
                 for t in times:
                     self.push(t, RESPONSE, dst, (nid, eff.correlation_id, msg, eff.entries))
@@ -195,6 +224,8 @@ class Simulation:
             elif isinstance(eff, AppendEntries):
                 disk.append(eff.entries)
                 checker.on_append(nid, disk, eff.entries)
+                if self.kraft1:
+                    membership.on_append(self, nid, node, eff.entries)
             elif isinstance(eff, FlushLog):
                 latency = self.rng.randint(0, self.params.flush_max_ms)
                 self.push(now + latency, FLUSH, nid, (self.incarnation[nid], eff.offset))
@@ -236,6 +267,8 @@ class Simulation:
             elif isinstance(eff, VotersChanged):
                 self.record(f"{now} voters {nid} {eff.voters.sorted_ids()}\n")
         checker.after_step(nid, node)
+        if self.kraft1:
+            membership.after_step(self, nid, node)
         st = node.state
         key = (st.role, st.epoch)
         if self.last_role.get(nid) != key:
@@ -288,6 +321,8 @@ class Simulation:
         for nid in self.all_ids:
             self.boot(nid)
         schedule_faults(self)
+        if p.membership_interval_ms > 0:
+            self.push(p.membership_interval_ms, MEMBERSHIP, 0, None)
         if p.append_interval_ms > 0:
             self.push(self.rng.randint(0, p.append_interval_ms), APPEND, 0, None)
         self.push(p.end_ms, CHECK, 0, None)
@@ -318,7 +353,18 @@ class Simulation:
                 self.step(nid, Poll())
             elif kind == REQUEST:
                 src, cid, msg = data
+                if src == membership.ADMIN:
+                    if self.nodes[nid] is not None:
+                        self.admin_pending[cid] = (nid, self.incarnation[nid])
+                elif self.nodes[nid] is not None and isinstance(msg, ApiVersionsRequestData):
+                    # Answered by the replica's runtime, not its core (as a node does).
+                    for t2 in self.net.deliveries(nid, src, t):
+                        answer = membership.api_versions_answer()
+                        self.push(t2, RESPONSE, src, (nid, cid, answer, ()))
+                    continue
                 if self.nodes[nid] is None:
+                    if src == membership.ADMIN:
+                        continue
                     # Connection refused: the requester learns it after one more hop.
                     t2 = t + self.params.link.delay_min_ms
                     self.push(t2, FAILED, src, (None, nid, cid))
@@ -357,6 +403,8 @@ class Simulation:
                     self.step(nid, CreateSnapshot(end, payload))
             elif kind == APPEND:
                 self.client_append()
+            elif kind == MEMBERSHIP:
+                membership.membership_action(self)
             elif kind == FAULT:
                 from metaquorum.sim.faults import apply_fault
 

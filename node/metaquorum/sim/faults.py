@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from metaquorum.core.states import LeaderState
+from metaquorum.sim import membership
+from metaquorum.sim.membership import new_directory_id
 
 if TYPE_CHECKING:
     from metaquorum.sim.cluster import Simulation
@@ -123,7 +125,13 @@ def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
     elif kind == "wipe":
         if sim.nodes[victim] is not None:
             sim.crash(victim)
-            sim.disks[victim].wipe()
+            # KIP-853 runs: the operator replaces a lost disk before another voter loses its
+            # own, so a wipe that would leave no majority of intact voters is a crash instead.
+            if not sim.kraft1 or membership.wipe_keeps_majority(sim, victim):
+                sim.disks[victim].wipe()
+                if sim.kraft1:  # a new disk is a new directory: the replica is a new one
+                    sim.directory_ids[victim] = new_directory_id(sim)
+                    sim.checker.on_wipe(victim)
             sim.push(now + duration, FAULT, 0, ("restart", victim))
         return
     elif kind == "disk_fail":
@@ -142,6 +150,10 @@ def final_checks(sim: Simulation) -> None:
     """Liveness after the faults stopped (all replicas up, network healed)."""
     p = sim.params
     checker = sim.checker
+    if sim.kraft1:
+        from metaquorum.sim.membership import final_checks as membership_checks
+
+        membership_checks(sim)
     leader = sim.current_leader()
     if leader is None:
         checker.fail("liveness", f"no leader {p.liveness_bound_ms} ms after the faults stopped")

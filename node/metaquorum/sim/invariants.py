@@ -5,9 +5,12 @@ when one of these breaks:
 - `single-leader`: at most one leader per epoch;
 - `epoch-monotonic`: a node's epoch never decreases, across restarts too (quorum-state);
 - `hw-monotonic`: a node's HW never decreases within one incarnation;
-- `hw-majority-flushed`: when a leader's HW moves to h, a majority of the voters *as of offset
-  h-1* (the checker holds a voter-set history, ready for KIP-853) have the entry at h-1 (same
-  epoch) *flushed* on disk;
+- `hw-majority-flushed`: when a leader's HW moves to h, a majority of the voters that govern it
+  have the entry at h-1 (same epoch) *flushed* on disk: the voters *as of offset h-1* in a
+  static quorum (the checker's voter-set history); with KIP-853 the voter set as of the end of
+  the leader's log (Raft's rule: the newest set in the log, committed or not), read from the
+  log, not from the leader's progress (`voter-set-agreement` in sim/membership.py checks that
+  every replica derives the same sets from the log);
 - `hw-own-epoch`: a leader exposes a HW only above its epoch start offset (its own record);
 - `log-matching`: an entry at (offset, epoch) is the same everywhere, with the same previous
   epoch (so equal entries imply equal prefixes);
@@ -21,6 +24,7 @@ when one of these breaks:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from metaquorum.core.log import LogEntry
@@ -47,13 +51,18 @@ class InvariantChecker:
         else:
             self.history = VoterSetHistory(VoterSet.of(voters))
 
+        self.dynamic = False  # KIP-853 runs: the governing set is the leader's (see above)
+        # KIP-853 runs: did voter v acknowledge offset hw-1 and lose its disk since? (Its copy
+        # counted when it was made; the replica can no longer vote under that key.)
+        self.lost_since_ack: Callable[[int, LeaderState, int], bool] | None = None
+        self.generation: dict[int, int] = {}  # a wiped replica is a new one (new directory)
         self.violations: list[Violation] = []
         self.leaders: dict[int, int] = {}
         self.max_epoch: dict[int, int] = {}
         self.last_hw: dict[int, int] = {}
         self.entry_index: dict[tuple[int, int], tuple[bytes, int]] = {}
         self.committed: list[LogEntry] = []
-        self.votes: dict[tuple[int, int], int] = {}
+        self.votes: dict[tuple[int, int, int], int] = {}
         self.verified: dict[int, int] = {}
         self.event_index = 0
         self.now_ms = 0
@@ -88,6 +97,12 @@ class InvariantChecker:
                 self.fail("hw-monotonic", f"node {nid} HW {hw} after {self.last_hw[nid]}")
             self.last_hw[nid] = hw
 
+    def on_wipe(self, nid: int) -> None:
+        """A wiped disk: a new replica under the same id (KIP-853: a new directory id), whose
+        epoch starts over and whose votes are its own."""
+        self.generation[nid] = self.generation.get(nid, 0) + 1
+        self.max_epoch.pop(nid, None)
+
     def on_restart(self, nid: int) -> None:
         """A new incarnation: its HW starts over and its log is checked again from 0."""
         self.last_hw.pop(nid, None)
@@ -117,13 +132,15 @@ class InvariantChecker:
                 )
             last_epoch = log.entry(hw - 1).epoch
             holders = 0
-            voters = self.voters_at(hw - 1)
+            voters = node.voters.voter_ids if self.dynamic else self.voters_at(hw - 1)
             for v in voters:
                 d = disks[v]
                 if d.flushed >= hw and d.epoch_at(hw - 1) == last_epoch:
                     holders += 1
                 elif d.snapshot is not None and d.snapshot.snapshot_id.offset >= hw:
                     holders += 1  # inside a durable snapshot (checked against committed data)
+                elif self.lost_since_ack is not None and self.lost_since_ack(v, st, hw):
+                    holders += 1
             if holders < len(voters) // 2 + 1:
                 self.fail(
                     "hw-majority-flushed", f"leader {nid} HW {hw} flushed on {holders} voters"
@@ -154,7 +171,7 @@ class InvariantChecker:
             self.fail("committed-stable", f"acknowledged append at {offset} not in committed data")
 
     def on_vote_granted(self, nid: int, epoch: int, candidate: int, disk: MemoryDisk) -> None:
-        prev = self.votes.setdefault((nid, epoch), candidate)
+        prev = self.votes.setdefault((nid, self.generation.get(nid, 0), epoch), candidate)
         if prev != candidate:
             self.fail(
                 "single-vote", f"node {nid} voted for {prev} and {candidate} in epoch {epoch}"

@@ -48,6 +48,10 @@ class SimParams:
     workload_tail_ms: int = 9000
     liveness_bound_ms: int = 15000
     snapshot_every: int = 0  # snapshot when this many committed entries follow the last one
+    # KIP-853 (sim/membership.py): kraft.version 1 (directory ids, a bootstrap voter set), and
+    # an operator's Add/RemoveRaftVoter every this many ms of the fault phase (0: none).
+    kraft_version: int = 0
+    membership_interval_ms: int = 0
     trace: bool = False
 
     @property
@@ -91,6 +95,23 @@ MIXES: dict[str, SimParams] = {
     ),
     "disk-faults": SimParams(
         mix=FaultMix(disk_fail=3, crash=1, isolate=1, interval_ms=1200),
+        link=NOISY,
+        flush_max_ms=20,
+    ),
+    "membership": SimParams(
+        observers=2,
+        kraft_version=1,
+        membership_interval_ms=700,
+        mix=FaultMix(isolate=1, crash=2, wipe=1, interval_ms=1200),
+        link=NOISY,
+        flush_max_ms=10,
+    ),
+    "five-membership": SimParams(
+        voters=5,
+        observers=1,
+        kraft_version=1,
+        membership_interval_ms=600,
+        mix=FaultMix(isolate=1, split=1, crash=2, wipe=1, interval_ms=1000),
         link=NOISY,
         flush_max_ms=20,
     ),

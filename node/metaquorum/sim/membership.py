@@ -1,0 +1,228 @@
+"""Dynamic voter sets in the simulator (KIP-853, issue 14): directory ids, the reconfiguration
+workload, and the membership invariants.
+
+Role: in a `kraft_version=1` run every replica has a directory id (a disk wipe gives it a new
+one, so it comes back as an observer) and the quorum starts from a bootstrap voter set with
+directory ids and endpoints, as `format --initial-controllers` writes it. Every
+`membership_interval_ms` of the fault phase an operator asks the newest leader for one change,
+as the Kubernetes operator would: replace a wiped voter (remove its old key, later add the new
+one), add an observer, or remove a voter (the leader too, sometimes); requests also race
+elections since they go to whichever replica leads now. The harness answers a replica's
+ApiVersions the way the runtime does (kraft.version 0-1).
+Invariants checked here, after every step, besides `InvariantChecker`'s:
+- `voter-change-single`: a VotersRecord differs from the set before it by at most one voter
+  (stricter than Kafka's overlapping-majority rule, which would allow {1,2,3} -> {1,2,4});
+- `one-uncommitted-voter-set`: a leader's log has at most one membership change (a VotersRecord
+  whose ids differ from the set before it) above what is committed;
+- `voter-change-own-epoch`: no VotersRecord of a term is appended before that term's HW exists;
+- `voter-set-agreement`: every replica derives the same voter set at the committed end;
+- `non-voter-campaigns`: a replica that is not a voter (by key) never becomes Prospective or
+  Candidate;
+- liveness (in `final_checks`): every accepted change was answered.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import TYPE_CHECKING
+
+from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.log import EntryKind, LogEntry
+from metaquorum.core.node import RaftNode
+from metaquorum.core.states import CandidateState, LeaderState, ProspectiveState
+from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
+from metaquorum.protocol.messages import (
+    AddRaftVoterRequestData,
+    ApiVersionsResponseData,
+    RemoveRaftVoterRequestData,
+    VotersRecord,
+)
+from metaquorum.protocol.types import Uuid
+
+if TYPE_CHECKING:
+    from metaquorum.sim.cluster import Simulation
+
+ADMIN = 1000  # the operator's "node id": requests from it, answers to it
+LISTENER = "CONTROLLER"
+
+
+def endpoint_of(nid: int) -> ListenerEndpoint:
+    return ListenerEndpoint(LISTENER, f"node-{nid}", 9000 + nid)
+
+
+def new_directory_id(sim: Simulation) -> str:
+    return str(Uuid(sim.rng.getrandbits(63), sim.rng.getrandbits(63)))
+
+
+def bootstrap_voters(sim: Simulation) -> VoterSet:
+    return VoterSet.from_nodes(
+        VoterNode(ReplicaKey(i, sim.directory_ids[i]), (endpoint_of(i),), 0, 1)
+        for i in sim.voter_ids
+    )
+
+
+def api_versions_answer() -> ApiVersionsResponseData:
+    """What the runtime answers: this replica supports kraft.version 0-1."""
+    key = ApiVersionsResponseData.SupportedFeatureKey(
+        name="kraft.version", min_version=0, max_version=1
+    )
+    return ApiVersionsResponseData(supported_features=[key])
+
+
+def membership_action(sim: Simulation) -> None:
+    """One operator request to the newest leader (the next one is scheduled here too)."""
+    from metaquorum.sim.cluster import MEMBERSHIP, REQUEST
+
+    p = sim.params
+    if sim.now + p.membership_interval_ms < p.fault_end_ms:
+        sim.push(sim.now + p.membership_interval_ms, MEMBERSHIP, 0, None)
+    leader = sim.current_leader()
+    if leader is None:
+        return
+    node = sim.nodes[leader]
+    assert node is not None
+    voters = node.voters
+    request: object
+    # A voter whose replica now runs under another directory id (a wiped disk): replace it.
+    stale = [n.key for n in voters.nodes if sim.directory_ids[n.key.id] != n.key.directory_id]
+    missing = [i for i in sim.all_ids if i not in voters]
+    roll = sim.rng.random()
+    if stale and len(voters) > 1:
+        request = _remove(sim, stale[0])
+    elif missing and (roll < 0.6 or len(voters) <= 2):
+        nid = missing[sim.rng.randrange(len(missing))]
+        ep = endpoint_of(nid)
+        directory = sim.directory_ids[nid]
+        assert directory is not None  # every replica of a kraft.version 1 run has one
+        request = AddRaftVoterRequestData(
+            cluster_id=sim.cluster_id,
+            voter_id=nid,
+            voter_directory_id=Uuid.from_string(directory),
+            listeners=[AddRaftVoterRequestData.Listener(name=ep.name, host=ep.host, port=ep.port)],
+            ack_when_committed=sim.rng.random() < 0.8,
+        )
+    elif len(voters) > 2:
+        request = _remove(sim, voters.keys()[sim.rng.randrange(len(voters))])
+    else:
+        return
+    sim.next_admin_cid += 1
+    sim.record(f"{sim.now} admin {leader} {sim.next_admin_cid} {type(request).__name__}\n")
+    sim.push(sim.now + 1, REQUEST, leader, (ADMIN, sim.next_admin_cid, request))
+
+
+def _remove(sim: Simulation, key: ReplicaKey) -> RemoveRaftVoterRequestData:
+    directory = Uuid.ZERO if key.directory_id is None else Uuid.from_string(key.directory_id)
+    return RemoveRaftVoterRequestData(
+        cluster_id=sim.cluster_id, voter_id=key.id, voter_directory_id=directory
+    )
+
+
+def admin_answer(sim: Simulation, cid: int, message: object) -> None:
+    if sim.admin_pending.pop(cid, None) is None:
+        return
+    code = getattr(message, "error_code", -1)
+    sim.admin_answers[code] = sim.admin_answers.get(code, 0) + 1
+    sim.record(f"{sim.now} admin-answer {cid} {code}\n")
+
+
+def lost_since_ack(sim: Simulation, voter: int, st: LeaderState, hw: int) -> bool:
+    """Voter `voter` acknowledged offset hw-1 to this leader, and its disk was wiped since
+    (its replica runs under another directory id than the voter's key)."""
+    progress = st.data.progress.voters.get(voter)
+    if progress is None or progress.end_offset is None or progress.end_offset < hw:
+        return False
+    return progress.directory_id is not None and progress.directory_id != sim.directory_ids[voter]
+
+
+def wipe_keeps_majority(sim: Simulation, victim: int) -> bool:
+    """Would every voter set in play (each replica's newest) keep a majority, plus one, of
+    voters whose replica still runs under the voter's directory id once `victim` is wiped?"""
+    sets = [n.voters for n in sim.nodes.values() if n is not None] or [sim.voter_set]
+    for voters in sets:
+        intact = sum(
+            1
+            for k in voters.nodes
+            if k.key.id != victim and sim.directory_ids[k.key.id] == k.key.directory_id
+        )
+        # One intact voter to spare: a wipe must not bring the quorum to its limit, where one
+        # more unavailable voter (e.g. a leader that removed itself, with an uncommitted tail,
+        # cannot campaign and refuses shorter logs) stops it (five-membership seed 131 under
+        # the plain-majority rule: no leader after the faults stopped).
+        if intact < voters.majority + 1:
+            return False
+    return True
+
+
+def final_checks(sim: Simulation) -> None:
+    """Liveness: every change a replica accepted was answered (commit, error, expiry or the
+    loss of leadership), unless that replica crashed since (its connection dropped)."""
+    for cid, (nid, incarnation) in sorted(sim.admin_pending.items()):
+        if sim.nodes[nid] is not None and sim.incarnation[nid] == incarnation:
+            sim.checker.fail("membership-liveness", f"request {cid} to node {nid} never answered")
+
+
+# --- invariants ----------------------------------------------------------------------------
+def on_append(sim: Simulation, nid: int, node: RaftNode, entries: tuple[LogEntry, ...]) -> None:
+    checker = sim.checker
+    # A leader's opening batch (LeaderChange [+ KRaftVersion + Voters]) restates the set.
+    opening = any(e.kind is EntryKind.LEADER_CHANGE for e in entries)
+    for e in entries:
+        if e.kind is not EntryKind.KRAFT_VOTERS or not isinstance(e.control, VotersRecord):
+            continue
+        before = node.control.voters_at(e.offset - 1).voter_ids
+        after = frozenset(v.voter_id for v in e.control.voters)
+        if len(before ^ after) > 1:
+            checker.fail(
+                "voter-change-single",
+                f"node {nid} offset {e.offset}: voters {sorted(before)} -> {sorted(after)}",
+            )
+        st = node.state
+        own_term_change = isinstance(st, LeaderState) and e.epoch == st.epoch and not opening
+        if own_term_change:
+            assert isinstance(st, LeaderState)
+            if st.data.progress.high_watermark is None:
+                checker.fail(
+                    "voter-change-own-epoch",
+                    f"leader {nid} appended a voter change at {e.offset} before its epoch's HW",
+                )
+
+
+def after_step(sim: Simulation, nid: int, node: RaftNode) -> None:
+    checker = sim.checker
+    st = node.state
+    if isinstance(st, ProspectiveState | CandidateState) and not node.is_voter:
+        checker.fail("non-voter-campaigns", f"node {nid} ({node.local_key()}) campaigns")
+    if isinstance(st, LeaderState):
+        hw = st.data.progress.high_watermark
+        first = max(0 if hw is None else hw, len(checker.committed))
+        pending = node.control.voter_history.changes_from(first)
+        if pending > 1:
+            checker.fail(
+                "one-uncommitted-voter-set", f"leader {nid} has {pending} voter sets above its HW"
+            )
+    committed = checker.committed
+    hw_node = node.high_watermark
+    if hw_node is not None and committed:
+        at = min(hw_node, node.log.end_offset, len(committed)) - 1
+        if at >= node.log.start_offset and at >= 0:
+            expected = _committed_voters_at(sim, at)
+            if expected is not None and node.control.voters_at(at).voter_ids != expected:
+                checker.fail(
+                    "voter-set-agreement",
+                    f"node {nid} voters at {at}: {node.control.voters_at(at).sorted_ids()}, "
+                    f"committed log says {sorted(expected)}",
+                )
+
+
+def _committed_voters_at(sim: Simulation, at: int) -> frozenset[int]:
+    """The voter ids as of offset `at` by the committed log alone (an index of its
+    VotersRecords, extended as the committed prefix grows)."""
+    committed = sim.checker.committed
+    index = sim.committed_voters
+    for o in range(sim.committed_scanned, len(committed)):
+        e = committed[o]
+        if e.kind is EntryKind.KRAFT_VOTERS and isinstance(e.control, VotersRecord):
+            index.append((o, frozenset(v.voter_id for v in e.control.voters)))
+    sim.committed_scanned = len(committed)
+    i = bisect_right(index, at, key=lambda x: x[0])
+    return index[i - 1][1] if i else sim.bootstrap_ids
