@@ -14,6 +14,8 @@ Commands: node, timeout, advance, vote, vote-response, fetch, fetch-response, be
 end-epoch, flush, append, describe, snapshot, fetch-snapshot. `top-error=NAME` on a response
 sets its top-level error; `vote ... directory=UUID` and `node ... voted-dir=UUID` carry
 KIP-853 directory ids; `fetch-response ... snapshot=EPOCH:OFFSET` sends a SnapshotId.
+KIP-853 reconfiguration commands (`node ... kraft=1`, `add-voter`, `remove-voter`,
+`api-versions-response`, `fetch ... dir=N|new`): tests/scenarios/reconfig_commands.py.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from metaquorum.core.states import (
 )
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (
+    AddRaftVoterRequestData,
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
     DescribeQuorumRequestData,
@@ -62,11 +65,13 @@ from metaquorum.protocol.messages import (
     FetchResponseData,
     FetchSnapshotRequestData,
     FetchSnapshotResponseData,
+    RemoveRaftVoterRequestData,
     VoteRequestData,
     VoteResponseData,
 )
 from metaquorum.protocol.types import Uuid
 
+from tests.scenarios import reconfig_commands as reconfig
 from tests.unit.core.context import (
     RaftTestContext,
     begin_epoch,
@@ -179,7 +184,7 @@ def render_message(msg: object) -> str:
             f"DescribeQuorumResponse leader={p.leader_id} epoch={p.leader_epoch} "
             f"hw={p.high_watermark} voters=[{replicas(p.current_voters)}]{observers}"
         )
-    return type(msg).__name__
+    return reconfig.render(msg) or type(msg).__name__
 
 
 def render_effect(e: Effect) -> str:
@@ -189,17 +194,15 @@ def render_effect(e: Effect) -> str:
         el = e.election
         return f"persist epoch={el.epoch} leader={el.leader_id} voted={voted}"
     if isinstance(e, SendRequest):
-        return f"send to={e.destination}: {render_message(e.message)}"
+        at = f" at={e.endpoint.host}:{e.endpoint.port}" if e.endpoint is not None else ""
+        return f"send to={e.destination}{at}: {render_message(e.message)}"
     if isinstance(e, SendResponse):
         recs = ""
         if e.entries:
             recs = " records=" + ",".join(f"{x.offset}@{x.epoch}" for x in e.entries)
         return f"respond to={e.destination}: {render_message(e.message)}{recs}"
     if isinstance(e, AppendEntries):
-        return "append " + ",".join(
-            f"{x.offset}@{x.epoch}" + ("(leader-change)" if x.kind.name == "LEADER_CHANGE" else "")
-            for x in e.entries
-        )
+        return "append " + ",".join(reconfig.render_entry(x) for x in e.entries)
     if isinstance(e, TruncateLog):
         return f"truncate to={e.offset}"
     if isinstance(e, WriteSnapshot | InstallSnapshot):
@@ -263,6 +266,7 @@ class Script:
                 epochs=_ints(args.get("log", "")),
                 election=election,
                 seed=int(args.get("seed", 0)),
+                **reconfig.node_kwargs(int(args["id"]), _ints(args["voters"]), args),
             )
             out = self.ctx.effects
         else:
@@ -314,6 +318,7 @@ class Script:
                 max_wait=int(a.get("wait", 500)),
                 cluster_id=a.get("cluster", "test-cluster-id-000000"),
             )
+            msg = reconfig.with_fetch_directory(msg, src, a)
             return ctx.handle(RequestReceived(src, self.cid, msg))
         if name == "fetch-response":
             div = None
@@ -373,6 +378,11 @@ class Script:
                 ]
             )
             return ctx.handle(RequestReceived(src, self.cid, req))
+        message = reconfig.command(name, a)
+        if isinstance(message, AddRaftVoterRequestData | RemoveRaftVoterRequestData):
+            return ctx.handle(RequestReceived(src, self.cid, message))
+        if message is not None:
+            return ctx.respond(src, message)
         raise ValueError(f"unknown command {name!r}")
 
 

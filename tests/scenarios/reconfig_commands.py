@@ -1,0 +1,112 @@
+"""KIP-853 commands and renderings for the scenario scripts (issue 14).
+
+`node ... kraft=1` starts a replica of a bootstrapped quorum: voter i has directory id
+`Uuid(7, i)` and endpoint CONTROLLER://h<i>:<9090+i>; `dir=new` gives the local replica another
+directory id (a wiped disk). Commands: `fetch ... dir=N|new` (the fetcher's directory id),
+`add-voter from=A id=N [ack=false]`, `remove-voter from=A id=N [dir=new]`,
+`api-versions-response from=N [min=0] [max=1]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.log import EntryKind, LogEntry
+from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
+from metaquorum.protocol.messages import (
+    AddRaftVoterRequestData,
+    AddRaftVoterResponseData,
+    ApiVersionsRequestData,
+    ApiVersionsResponseData,
+    RemoveRaftVoterRequestData,
+    RemoveRaftVoterResponseData,
+    VotersRecord,
+)
+from metaquorum.protocol.types import Uuid
+
+CLUSTER = "test-cluster-id-000000"
+
+
+def directory(word: str, nid: int) -> Uuid:
+    return Uuid(99, nid) if word == "new" else Uuid(7, int(word))
+
+
+def endpoint(nid: int) -> ListenerEndpoint:
+    return ListenerEndpoint("CONTROLLER", f"h{nid}", 9090 + nid)
+
+
+def bootstrap_set(ids: list[int]) -> VoterSet:
+    return VoterSet.from_nodes(
+        VoterNode(ReplicaKey(i, str(Uuid(7, i))), (endpoint(i),), 0, 1) for i in ids
+    )
+
+
+def node_kwargs(local: int, voters: list[int], args: dict[str, str]) -> dict[str, Any]:
+    if args.get("kraft") != "1":
+        return {}
+    return {
+        "voter_set": bootstrap_set(voters),
+        "kraft_version": 1,
+        "directory_id": str(directory(args.get("dir", str(local)), local)),
+        "endpoints": (endpoint(local),),
+    }
+
+
+def with_fetch_directory(msg: Any, src: int, args: dict[str, str]) -> Any:
+    if "dir" not in args:
+        return msg
+    p = replace(msg.topics[0].partitions[0], replica_directory_id=directory(args["dir"], src))
+    return replace(msg, topics=[replace(msg.topics[0], partitions=[p])])
+
+
+def command(name: str, args: dict[str, str]) -> object | None:
+    """The request or response message of a KIP-853 command, or None if not one."""
+    if name == "add-voter":
+        nid = int(args["id"])
+        ep = endpoint(nid)
+        return AddRaftVoterRequestData(
+            cluster_id=CLUSTER,
+            voter_id=nid,
+            voter_directory_id=directory(args.get("dir", str(nid)), nid),
+            listeners=[AddRaftVoterRequestData.Listener(name=ep.name, host=ep.host, port=ep.port)],
+            ack_when_committed=args.get("ack", "true") == "true",
+        )
+    if name == "remove-voter":
+        nid = int(args["id"])
+        return RemoveRaftVoterRequestData(
+            cluster_id=CLUSTER,
+            voter_id=nid,
+            voter_directory_id=directory(args.get("dir", str(nid)), nid),
+        )
+    if name == "api-versions-response":
+        key = ApiVersionsResponseData.SupportedFeatureKey(
+            name="kraft.version",
+            min_version=int(args.get("min", 0)),
+            max_version=int(args.get("max", 1)),
+        )
+        return ApiVersionsResponseData(supported_features=[key])
+    return None
+
+
+def render(msg: object) -> str | None:
+    if isinstance(msg, ApiVersionsRequestData):
+        return "ApiVersions"
+    if isinstance(msg, AddRaftVoterResponseData | RemoveRaftVoterResponseData):
+        name = type(msg).__name__.removesuffix("Data")
+        return f"{name} error={msg.error_code}" + (
+            f" ({msg.error_message})" if msg.error_message else ""
+        )
+    return None
+
+
+def render_entry(x: LogEntry) -> str:
+    if x.kind is EntryKind.KRAFT_VOTERS and isinstance(x.control, VotersRecord):
+        ids = ",".join(str(v.voter_id) for v in x.control.voters)
+        return f"{x.offset}@{x.epoch}(voters={ids})"
+    if x.kind is EntryKind.KRAFT_VERSION:
+        return f"{x.offset}@{x.epoch}(kraft-version)"
+    if x.kind is EntryKind.LEADER_CHANGE:
+        return f"{x.offset}@{x.epoch}(leader-change)"
+    return f"{x.offset}@{x.epoch}"
