@@ -2,7 +2,7 @@
 switch on the api key): the core dispatches by message *type*, never by class-name strings.
 
 Invariant: every Raft RPC the runtime hands the core (Vote, BeginQuorumEpoch, EndQuorumEpoch,
-Fetch, DescribeQuorum, FetchSnapshot, AddRaftVoter, RemoveRaftVoter) has exactly one request
+Fetch, DescribeQuorum, FetchSnapshot, Add/Remove/UpdateRaftVoter) has exactly one request
 handler, and every one the core
 sends has exactly one response handler; a message of any other type is ignored.
 """
@@ -19,6 +19,7 @@ from metaquorum.core import (
     fetch,
     fetch_snapshot,
     remove_voter,
+    update_voter,
     vote,
 )
 from metaquorum.core import describe_quorum as describe
@@ -36,6 +37,8 @@ from metaquorum.protocol.messages import (
     FetchSnapshotRequestData,
     FetchSnapshotResponseData,
     RemoveRaftVoterRequestData,
+    UpdateRaftVoterRequestData,
+    UpdateRaftVoterResponseData,
     VoteRequestData,
     VoteResponseData,
 )
@@ -52,6 +55,7 @@ REQUEST_HANDLERS: dict[type, Callable[[RaftNode, RequestReceived], None]] = {
     FetchSnapshotRequestData: fetch_snapshot.handle_fetch_snapshot_request,
     AddRaftVoterRequestData: add_voter.handle_add_raft_voter_request,
     RemoveRaftVoterRequestData: remove_voter.handle_remove_raft_voter_request,
+    UpdateRaftVoterRequestData: update_voter.handle_update_raft_voter_request,
 }
 RESPONSE_HANDLERS: dict[type, Callable[[RaftNode, ResponseReceived], None]] = {
     VoteResponseData: vote.handle_vote_response,
@@ -60,4 +64,5 @@ RESPONSE_HANDLERS: dict[type, Callable[[RaftNode, ResponseReceived], None]] = {
     FetchResponseData: fetch.handle_fetch_response,
     FetchSnapshotResponseData: fetch_snapshot.handle_fetch_snapshot_response,
     ApiVersionsResponseData: add_voter.handle_api_versions_response,
+    UpdateRaftVoterResponseData: update_voter.handle_update_raft_voter_response,
 }

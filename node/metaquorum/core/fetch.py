@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from metaquorum.core import fetch_snapshot
+from metaquorum.core import fetch_snapshot, update_voter
 from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.fetch_purgatory import ParkedFetch
@@ -101,11 +101,12 @@ def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
         st = replace(st, fetch_deadline_ms=deadline)
         node.update_state(st)
     if may_fetch(node) and node.requests.is_ready(target, now_ms):
-        if st.fetching_snapshot is not None and target == st.leader_id:
+        if target == st.leader_id and update_voter.should_send(node, now_ms):
+            node.update_voter_next_ms = now_ms + node.config.fetch_timeout_ms
+            request: object = update_voter.build_request(node)
+        elif st.fetching_snapshot is not None and target == st.leader_id:
             snapshot_id, received = st.fetching_snapshot
-            request: object = fetch_snapshot.build_fetch_snapshot_request(
-                node, snapshot_id, len(received)
-            )
+            request = fetch_snapshot.build_fetch_snapshot_request(node, snapshot_id, len(received))
         else:
             request = build_fetch_request(node)
         node.send(target, request)

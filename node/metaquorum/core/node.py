@@ -117,6 +117,7 @@ class RaftNode:
         self._persisted: ElectionState | None = election
         self.shutting_down = False
         self.shutdown_started_ms = 0
+        self.update_voter_next_ms = 0  # KIP-853: when this voter may next send UpdateRaftVoter
         self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
     # --- identity ----------------------------------------------------------------------------

@@ -241,3 +241,79 @@ def test_removed_leader_leads_without_counting_itself_then_resigns() -> None:
     assert _answers(ctx) == [(600, 0)]
     ctx.advance(0)
     assert isinstance(ctx.node.state, ResignedState)
+
+
+def _update(ctx: RaftTestContext, voter: int, port: int, cid: int = 700) -> None:
+    from metaquorum.protocol.messages import UpdateRaftVoterRequestData as U
+
+    request = U(
+        cluster_id=CLUSTER,
+        current_leader_epoch=ctx.node.epoch,
+        voter_id=voter,
+        voter_directory_id=_dir(voter),
+        listeners=[U.Listener(name="CONTROLLER", host=f"h{voter}", port=port)],
+        kraft_version_feature=U.KRaftVersionFeature(
+            min_supported_version=0, max_supported_version=1
+        ),
+    )
+    ctx.request(ADMIN, request, cid)
+
+
+def _update_answers(ctx: RaftTestContext) -> list[tuple[int, int, int]]:
+    from metaquorum.protocol.messages import UpdateRaftVoterResponseData
+
+    return [
+        (e.correlation_id, e.message.error_code, e.message.current_leader.port)
+        for e in ctx.effects
+        if isinstance(e, SendResponse) and isinstance(e.message, UpdateRaftVoterResponseData)
+    ]
+
+
+def test_update_voter_restates_its_entry_at_once() -> None:
+    ctx = _leader()
+    _update(ctx, 2, 12_345)
+    assert _update_answers(ctx) == [(700, 0, 9091)]  # answered at once, naming the leader
+    node_two = ctx.node.voters.node(2)
+    assert node_two is not None and node_two.endpoints == (
+        ListenerEndpoint("CONTROLLER", "h2", 12_345),
+    )
+    assert ctx.node.log.entries()[-1].kind is EntryKind.KRAFT_VOTERS
+    assert [e.voters for e in ctx.effects if isinstance(e, VotersChanged)] == [ctx.node.voters]
+    _update(ctx, 3, 1, cid=701)  # the first update is not committed yet
+    assert _update_answers(ctx) == [(701, Errors.REQUEST_TIMED_OUT, 9091)]
+    _commit(ctx)
+    _update(ctx, 9, 1, cid=702)
+    assert _update_answers(ctx) == [(702, Errors.VOTER_NOT_FOUND, 9091)]
+
+
+def test_follower_whose_entry_differs_sends_update_voter() -> None:
+    from metaquorum.core.states import ElectionState
+    from metaquorum.protocol.messages import FetchRequestData, UpdateRaftVoterRequestData
+
+    moved = ListenerEndpoint("CONTROLLER", "h2", 20_000)
+    ctx = RaftTestContext(
+        2,
+        [1, 2, 3],
+        voter_set=_set([1, 2, 3]),
+        kraft_version=1,
+        directory_id=str(_dir(2)),
+        endpoints=(moved,),
+        election=ElectionState(3, 1, None),
+    )
+    sent = [e for e in ctx.effects if isinstance(e, SendRequest)]
+    assert [type(e.message) for e in sent] == [UpdateRaftVoterRequestData]
+    request = sent[0].message
+    assert request.listeners[0].port == 20_000 and str(request.voter_directory_id) == str(_dir(2))
+    # A voter whose entry matches just fetches.
+    same = RaftTestContext(
+        2,
+        [1, 2, 3],
+        voter_set=_set([1, 2, 3]),
+        kraft_version=1,
+        directory_id=str(_dir(2)),
+        endpoints=(_ep(2),),
+        election=ElectionState(3, 1, None),
+    )
+    assert [type(e.message) for e in same.effects if isinstance(e, SendRequest)] == [
+        FetchRequestData
+    ]

@@ -1,0 +1,147 @@
+"""UpdateRaftVoter on the leader, kraft.version >= 1 (KIP-853; Kafka's `UpdateVoterHandler`).
+
+Role: a voter whose endpoints or supported kraft.version range differ from its entry in the
+voter set asks the leader to restate it. Checks in Kafka's order: cluster id; leader of the
+request's epoch; a voter key with a directory id; an endpoint on the controller listener; a
+sane kraft.version range; no change pending; a HW; the newest VotersRecord committed; the
+range covering the finalized kraft.version; the key a voter (VOTER_NOT_FOUND). Then the
+VotersRecord with that voter's entry replaced is appended and the answer goes at once (Kafka
+answers an update without waiting for the commit). Every answer names the leader and its
+endpoint on the controller listener.
+The follower side (`should_send`, `build_request`): a voter of a kraft.version >= 1 quorum
+whose entry differs sends the request to its leader, at most once per fetch timeout.
+Not done here: the kraft.version 0 path (volatile voters kept in memory for the upgrade to
+kraft.version 1) answers REQUEST_TIMED_OUT, as Kafka does before the upgrade is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import SendResponse
+from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.log import LogEntry
+from metaquorum.core.rpc_common import (
+    directory_uuid,
+    has_valid_cluster_id,
+    maybe_handle_common_response,
+    replica_key,
+    to_error,
+    validate_leader_only_request,
+)
+from metaquorum.core.states import LeaderState
+from metaquorum.core.voter_change import change_blocked
+from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import UpdateRaftVoterRequestData, UpdateRaftVoterResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+
+def update_voter_response(node: RaftNode, error: Errors) -> UpdateRaftVoterResponseData:
+    """Kafka's `RaftUtil.updateVoterResponse`: the error, the leader and its endpoint."""
+    leader = node.leader_id
+    endpoint = None
+    if leader == node.local_id:
+        endpoint = next((e for e in node.local_endpoints if e.name == node.listener_name), None)
+    else:
+        voter = node.voters.node(leader)
+        endpoint = voter.endpoint(node.listener_name) if voter is not None else None
+    return UpdateRaftVoterResponseData(
+        error_code=int(error),
+        current_leader=UpdateRaftVoterResponseData.CurrentLeader(
+            leader_id=leader,
+            leader_epoch=node.epoch,
+            host="" if endpoint is None else endpoint.host,
+            port=0 if endpoint is None else endpoint.port,
+        ),
+    )
+
+
+def handle_update_raft_voter_request(node: RaftNode, event: RequestReceived) -> None:
+    request = event.message
+    assert isinstance(request, UpdateRaftVoterRequestData)
+
+    def respond(error: Errors) -> None:
+        answer = update_voter_response(node, error)
+        node.emit(SendResponse(event.source, event.correlation_id, answer))
+
+    if not has_valid_cluster_id(node, request.cluster_id):
+        respond(Errors.INCONSISTENT_CLUSTER_ID)
+        return
+    error = validate_leader_only_request(node, request.current_leader_epoch)
+    if error != Errors.NONE:
+        respond(error)
+        return
+    key = replica_key(request.voter_id, request.voter_directory_id)
+    endpoints = tuple(ListenerEndpoint(x.name, x.host, x.port) for x in request.listeners)
+    low = request.kraft_version_feature.min_supported_version
+    high = request.kraft_version_feature.max_supported_version
+    if (
+        request.voter_id < 0
+        or key.directory_id is None
+        or not any(e.name == node.listener_name for e in endpoints)
+        or low < 0
+        or high < low
+    ):
+        respond(Errors.INVALID_REQUEST)
+        return
+    if change_blocked(node, "updating") is not None:
+        # kraft.version 0 lands here too (UNSUPPORTED_VERSION in the shared checks): Kafka
+        # keeps such updates in memory for the upgrade; we answer REQUEST_TIMED_OUT.
+        respond(Errors.REQUEST_TIMED_OUT)
+        return
+    kraft = node.control.latest_kraft_version()
+    if not low <= kraft <= high:
+        respond(Errors.INVALID_REQUEST)
+        return
+    updated = node.voters.update_voter(VoterNode(key, endpoints, low, high))
+    if updated is None:
+        respond(Errors.VOTER_NOT_FOUND)
+        return
+    st = node.state
+    assert isinstance(st, LeaderState)
+    offset = node.log.end_offset
+    node.append_as_leader([LogEntry.of_control(offset, st.epoch, updated.to_voters_record())])
+    respond(Errors.NONE)
+
+
+def should_send(node: RaftNode, now_ms: int) -> bool:
+    """Kafka's `shouldSendUpdateVoteRequest` (kraft.version >= 1 only): this voter's entry in
+    the newest voter set differs from what it runs with; at most once per fetch timeout."""
+    return (
+        now_ms >= node.update_voter_next_ms
+        and node.control.latest_kraft_version() >= 1
+        and bool(node.local_endpoints)
+        and node.voters.voter_node_needs_update(node.local_voter_node())
+    )
+
+
+def build_request(node: RaftNode) -> UpdateRaftVoterRequestData:
+    local = node.local_voter_node()
+    return UpdateRaftVoterRequestData(
+        cluster_id=node.cluster_id,
+        current_leader_epoch=node.epoch,
+        voter_id=node.local_id,
+        voter_directory_id=directory_uuid(node.local_directory_id),
+        listeners=[
+            UpdateRaftVoterRequestData.Listener(name=e.name, host=e.host, port=e.port)
+            for e in local.endpoints
+        ],
+        kraft_version_feature=UpdateRaftVoterRequestData.KRaftVersionFeature(
+            min_supported_version=local.kraft_version_min,
+            max_supported_version=local.kraft_version_max,
+        ),
+    )
+
+
+def handle_update_raft_voter_response(node: RaftNode, event: ResponseReceived) -> None:
+    """Kafka's `handleUpdateVoterResponse`: a newer leader or epoch moves this replica; any
+    other answer waits for the next period (the VotersRecord shows whether it took)."""
+    response = event.message
+    assert isinstance(response, UpdateRaftVoterResponseData)
+    leader = response.current_leader
+    maybe_handle_common_response(
+        node, to_error(response.error_code), leader.leader_id, leader.leader_epoch
+    )
