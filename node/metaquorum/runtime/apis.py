@@ -2,8 +2,7 @@
 
 Role: what a KRaft controller's `ControllerApis` answers outside the Raft client.
 - ApiVersions: our ApiKeys with Kafka 4.3.1's version ranges; from v4 on the `kraft.version`
-  supported feature, which Kafka's add-voter path reads: 0-0 until this node implements
-  KIP-853's dynamic voters (a Kafka leader must not accept it as a kraft.version 1 voter);
+  supported feature, which an AddRaftVoter leader reads: 0-1 (KIP-853's dynamic voters);
   an ApiVersions request of an unsupported version is answered at v0 with UNSUPPORTED_VERSION
   and the ApiKeys list (Kafka's `RequestContext.isUnsupportedApiVersionsRequest`).
 - DescribeCluster: a controller answers EndpointType 2 (CONTROLLER) with the voters' endpoints
@@ -28,7 +27,7 @@ from metaquorum.protocol.messages import (
 
 AVR = ApiVersionsResponseData
 
-KRAFT_VERSION_FEATURE = ("kraft.version", 0, 0)  # 0-1 once KIP-853 lands (issue 14)
+KRAFT_VERSION_FEATURE = ("kraft.version", 0, 1)  # KIP-853: dynamic voters supported
 ENDPOINT_BROKER = 1
 ENDPOINT_CONTROLLER = 2
 

@@ -305,7 +305,9 @@ class Driver:
         storage = self.io.storage
         for eff in step.effects:
             if isinstance(eff, SendRequest):
-                self.peers.send(eff.destination, eff.correlation_id, eff.message)
+                target = eff.endpoint
+                endpoint = None if target is None else Endpoint(target.host, target.port)
+                self.peers.send(eff.destination, eff.correlation_id, eff.message, endpoint)
             elif isinstance(eff, SendResponse):
                 answer = self._inbound.pop(eff.correlation_id, None)
                 if answer is not None:

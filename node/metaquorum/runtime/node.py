@@ -2,8 +2,9 @@
 
 Role: open this node's formatted `metadata.log.dir`, load the log into the core, start the
 driver and the Kafka-framed listener, and route each inbound request: ApiVersions and
-DescribeCluster are answered here; Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
-DescribeQuorum, FetchSnapshot go through the core; Produce and a consumer's Fetch go to `ClientApi`.
+DescribeCluster are answered here; Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+DescribeQuorum, FetchSnapshot and Add/Remove/UpdateRaftVoter (KIP-853) go through the core;
+Produce and a consumer's Fetch go to `ClientApi`.
 SIGTERM/SIGINT: a leader resigns (EndQuorumEpoch) first.
 
 Invariants: a Fetch response carries the leader's stored batches for exactly the entries the
@@ -53,6 +54,9 @@ CORE_APIS = frozenset(
         ApiKeys.FETCH,
         ApiKeys.DESCRIBE_QUORUM,
         ApiKeys.FETCH_SNAPSHOT,
+        ApiKeys.ADD_RAFT_VOTER,
+        ApiKeys.REMOVE_RAFT_VOTER,
+        ApiKeys.UPDATE_RAFT_VOTER,
     }
 )
 MAX_FETCH_BYTES = 8 * 1024 * 1024

@@ -86,8 +86,15 @@ class PeerPool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def send(self, destination: int, cid: int, message: Any) -> None:
+    def send(
+        self, destination: int, cid: int, message: Any, endpoint: Endpoint | None = None
+    ) -> None:
+        """`endpoint`: where to reach a replica that is not a voter (KIP-853: the voter being
+        added); its connection stays until the next `set_endpoints` decides."""
         conn = self.connections.get(destination)
+        if conn is None and endpoint is not None and destination != self.config.node_id:
+            self.set_endpoints({**self.endpoints, destination: endpoint})
+            conn = self.connections.get(destination)
         if conn is None:
             log.warning("no endpoint for replica %s; dropping %s", destination, type(message))
             self.on_failure(destination, cid)

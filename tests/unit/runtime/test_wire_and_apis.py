@@ -72,10 +72,10 @@ def test_unsupported_version_of_another_api_and_unknown_key_raise() -> None:
 
 def test_api_versions_advertises_kraft_version_from_v4_only() -> None:
     v4 = api_versions_response(4)
-    # kraft.version 0 only until dynamic voters (KIP-853) work: a Kafka 4.3 leader reads this
-    # range before accepting AddRaftVoter, so 0-1 would let it add us as a kraft.version 1 voter.
+    # kraft.version 0-1: a Kafka 4.3 leader reads this range before accepting AddRaftVoter, and
+    # this node runs KIP-853's dynamic voters (issue 14).
     assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
-        ("kraft.version", 0, 0)
+        ("kraft.version", 0, 1)
     ]
     # "In v0-v3, features with MinSupportedVersion = 0 are omitted."
     assert api_versions_response(3).supported_features == []
