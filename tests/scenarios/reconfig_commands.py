@@ -4,6 +4,7 @@
 `Uuid(7, i)` and endpoint CONTROLLER://h<i>:<9090+i>; `dir=new` gives the local replica another
 directory id (a wiped disk). Commands: `fetch ... dir=N|new` (the fetcher's directory id),
 `add-voter from=A id=N [ack=false]`, `remove-voter from=A id=N [dir=new]`,
+`update-voter from=N id=N epoch=E port=P`,
 `api-versions-response from=N [min=0] [max=1]`.
 """
 
@@ -22,6 +23,8 @@ from metaquorum.protocol.messages import (
     ApiVersionsResponseData,
     RemoveRaftVoterRequestData,
     RemoveRaftVoterResponseData,
+    UpdateRaftVoterRequestData,
+    UpdateRaftVoterResponseData,
     VotersRecord,
 )
 from metaquorum.protocol.types import Uuid
@@ -80,6 +83,21 @@ def command(name: str, args: dict[str, str]) -> object | None:
             voter_id=nid,
             voter_directory_id=directory(args.get("dir", str(nid)), nid),
         )
+    if name == "update-voter":
+        nid = int(args["id"])
+        ep = ListenerEndpoint("CONTROLLER", f"h{nid}", int(args["port"]))
+        return UpdateRaftVoterRequestData(
+            cluster_id=CLUSTER,
+            current_leader_epoch=int(args["epoch"]),
+            voter_id=nid,
+            voter_directory_id=directory(args.get("dir", str(nid)), nid),
+            listeners=[
+                UpdateRaftVoterRequestData.Listener(name=ep.name, host=ep.host, port=ep.port)
+            ],
+            kraft_version_feature=UpdateRaftVoterRequestData.KRaftVersionFeature(
+                min_supported_version=0, max_supported_version=1
+            ),
+        )
     if name == "api-versions-response":
         key = ApiVersionsResponseData.SupportedFeatureKey(
             name="kraft.version",
@@ -93,6 +111,16 @@ def command(name: str, args: dict[str, str]) -> object | None:
 def render(msg: object) -> str | None:
     if isinstance(msg, ApiVersionsRequestData):
         return "ApiVersions"
+    if isinstance(msg, UpdateRaftVoterResponseData):
+        leader = msg.current_leader
+        return (
+            f"UpdateRaftVoterResponse error={msg.error_code} leader={leader.leader_id}/"
+            f"{leader.leader_epoch} at={leader.host}:{leader.port}"
+        )
+    if isinstance(msg, UpdateRaftVoterRequestData):
+        ep = msg.listeners[0]
+        at = f"{ep.host}:{ep.port}"
+        return f"UpdateRaftVoter id={msg.voter_id} epoch={msg.current_leader_epoch} at={at}"
     if isinstance(msg, AddRaftVoterResponseData | RemoveRaftVoterResponseData):
         name = type(msg).__name__.removesuffix("Data")
         return f"{name} error={msg.error_code}" + (

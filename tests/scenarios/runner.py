@@ -66,6 +66,7 @@ from metaquorum.protocol.messages import (
     FetchSnapshotRequestData,
     FetchSnapshotResponseData,
     RemoveRaftVoterRequestData,
+    UpdateRaftVoterRequestData,
     VoteRequestData,
     VoteResponseData,
 )
@@ -379,7 +380,10 @@ class Script:
             )
             return ctx.handle(RequestReceived(src, self.cid, req))
         message = reconfig.command(name, a)
-        if isinstance(message, AddRaftVoterRequestData | RemoveRaftVoterRequestData):
+        if isinstance(
+            message,
+            AddRaftVoterRequestData | RemoveRaftVoterRequestData | UpdateRaftVoterRequestData,
+        ):
             return ctx.handle(RequestReceived(src, self.cid, message))
         if message is not None:
             return ctx.respond(src, message)
