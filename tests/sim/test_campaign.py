@@ -116,7 +116,8 @@ def test_membership_seeds_change_the_voter_set_and_replace_wiped_voters() -> Non
     from metaquorum.sim.cluster import Simulation
 
     committed_changes = wiped = changed_sets = 0
-    for seed in range(40):
+    situations: dict[str, int] = {}
+    for seed in range(60):
         sim = Simulation(MIXES["membership"].with_seed(seed))
         sim.run()
         assert not sim.checker.violations, (seed, sim.checker.violations[:1])
@@ -124,4 +125,10 @@ def test_membership_seeds_change_the_voter_set_and_replace_wiped_voters() -> Non
         wiped += sum(sim.checker.generation.values())
         node = next(n for n in sim.nodes.values() if n is not None)
         changed_sets += node.voters.voter_ids != sim.bootstrap_ids
-    assert committed_changes >= 40 and wiped >= 5 and changed_sets >= 20
+        for k, v in sim.situations.items():
+            situations[k] = situations.get(k, 0) + v
+    assert committed_changes >= 60 and wiped >= 5 and changed_sets >= 30
+    # Every worst moment (sim/buggify.py) arises, and replicas are crashed at each of them.
+    for moment in ("vote-persisted", "append-unflushed", "leader-voter-change", "snapshot-written"):
+        assert situations.get(moment, 0) > 0, (moment, situations)
+        assert situations.get("crashed-at-" + moment, 0) > 0, (moment, situations)

@@ -58,7 +58,7 @@ from metaquorum.protocol.messages import (
     VotersRecord,
 )
 from metaquorum.protocol.records import SimpleRecord, build_batch
-from metaquorum.sim import membership
+from metaquorum.sim import buggify, membership
 from metaquorum.sim.disk import MemoryDisk
 from metaquorum.sim.invariants import InvariantChecker
 from metaquorum.sim.network import Network
@@ -91,6 +91,7 @@ class Simulation:
         self.admin_answers: dict[int, int] = {}  # error code -> count
         self.next_admin_cid = 0
         self.committed_voters: list[tuple[int, frozenset[int]]] = []
+        self.situations: dict[str, int] = {}  # sim/buggify.py: worst moments seen
         self.committed_scanned = 0
         self.disks = {n: MemoryDisk() for n in self.all_ids}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}
@@ -269,6 +270,9 @@ class Simulation:
         checker.after_step(nid, node)
         if self.kraft1:
             membership.after_step(self, nid, node)
+        buggify.observe(self, nid, node, step)
+        if self.nodes[nid] is not node:
+            return  # crashed at a worst moment: no poll for the dead incarnation
         st = node.state
         key = (st.role, st.epoch)
         if self.last_role.get(nid) != key:

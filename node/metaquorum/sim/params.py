@@ -52,6 +52,8 @@ class SimParams:
     # an operator's Add/RemoveRaftVoter every this many ms of the fault phase (0: none).
     kraft_version: int = 0
     membership_interval_ms: int = 0
+    # sim/buggify.py: crash a replica at a worst moment with this probability (0: never)
+    buggify: float = 0.0
     trace: bool = False
 
     @property
@@ -102,15 +104,19 @@ MIXES: dict[str, SimParams] = {
         observers=2,
         kraft_version=1,
         membership_interval_ms=700,
+        buggify=0.02,
         mix=FaultMix(isolate=1, crash=2, wipe=1, interval_ms=1200),
         link=NOISY,
         flush_max_ms=10,
+        snapshot_every=25,  # voter sets also travel in snapshots (installed, loaded)
+        config=QuorumConfig(snapshot_chunk_bytes=256),
     ),
     "five-membership": SimParams(
         voters=5,
         observers=1,
         kraft_version=1,
         membership_interval_ms=600,
+        buggify=0.02,
         mix=FaultMix(isolate=1, split=1, crash=2, wipe=1, interval_ms=1000),
         link=NOISY,
         flush_max_ms=20,

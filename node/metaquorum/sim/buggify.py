@@ -1,0 +1,72 @@
+"""Faults at the worst moments (FoundationDB's "buggify"; issue 14), and how often those
+moments arise.
+
+Role: after each step the simulator reports what just happened to `observe`; in a run with
+`buggify > 0` each such moment crashes the replica with that probability (during the fault
+phase; it restarts on its data 200-2,000 ms later), on top of the random fault mix:
+- `vote-persisted`: it wrote a granted vote (the reply may be on the wire);
+- `append-unflushed`: it appended entries that are not flushed yet;
+- `leader-voter-change`: a leader appended a VotersRecord that changes the membership;
+- `snapshot-written`: it wrote or installed a snapshot.
+Every moment is counted whether or not it crashes (`sim.situations`): a moment the mixes never
+produce is a bug the simulator cannot catch, so the counts per 1,000 seeds go in the report.
+Invariant: all randomness comes from the simulation's RNG (a seed reproduces the run).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaquorum.core.effects import (
+    AppendEntries,
+    InstallSnapshot,
+    PersistElectionState,
+    Step,
+    WriteSnapshot,
+)
+from metaquorum.core.log import EntryKind
+from metaquorum.core.node import RaftNode
+from metaquorum.core.states import LeaderState
+
+if TYPE_CHECKING:
+    from metaquorum.sim.cluster import Simulation
+
+
+def moments(node: RaftNode, step: Step) -> list[str]:
+    found: list[str] = []
+    for eff in step.effects:
+        if isinstance(eff, PersistElectionState) and eff.election.voted_key is not None:
+            if eff.election.voted_key.id != node.local_id:
+                found.append("vote-persisted")
+        elif isinstance(eff, AppendEntries):
+            found.append("append-unflushed")
+            opening = any(e.kind is EntryKind.LEADER_CHANGE for e in eff.entries)
+            if (
+                isinstance(node.state, LeaderState)
+                and not opening
+                and any(e.kind is EntryKind.KRAFT_VOTERS for e in eff.entries)
+            ):
+                found.append("leader-voter-change")
+        elif isinstance(eff, WriteSnapshot | InstallSnapshot):
+            found.append("snapshot-written")
+    return found
+
+
+def observe(sim: Simulation, nid: int, node: RaftNode, step: Step) -> None:
+    found = moments(node, step)
+    if not found:
+        return
+    for m in found:
+        sim.situations[m] = sim.situations.get(m, 0) + 1
+    p = sim.params
+    if p.buggify <= 0 or sim.now >= p.fault_end_ms or sim.nodes[nid] is None:
+        return
+    if sim.rng.random() < p.buggify:
+        from metaquorum.sim.cluster import FAULT
+
+        sim.record(f"{sim.now} buggify {nid} {found[-1]}\n")
+        sim.situations["crashed-at-" + found[-1]] = (
+            sim.situations.get("crashed-at-" + found[-1], 0) + 1
+        )
+        sim.crash(nid)
+        sim.push(sim.now + sim.rng.randint(200, 2000), FAULT, 0, ("restart", nid))
