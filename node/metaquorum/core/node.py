@@ -414,9 +414,11 @@ class RaftNode:
 
     def leader_local_progress(self) -> None:
         """The leader's durable end offset counts toward the HW (never its unflushed tail)."""
-        assert self.progress is not None
-        self.progress.set_voters(self.voters.keys())  # Kafka's updateLocalState
-        if self.progress.update_local(self.log.flushed_offset, self.now_ms):
+        progress = self.progress
+        assert progress is not None
+        if progress.voters.keys() != self.voters.voter_ids:
+            progress.set_voters(self.voters.keys())  # Kafka's updateLocalState
+        if progress.update_local(self.log.flushed_offset, self.now_ms):
             fetch.complete_purgatory(self)
 
     def _report_progress(self) -> None:
