@@ -44,25 +44,22 @@ from metaquorum.core.events import (
     RequestReceived,
     ResponseReceived,
 )
-from metaquorum.core.log import EntryKind, RaftLog
+from metaquorum.core.log import RaftLog
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_set import VoterSet
-from metaquorum.protocol.control_records import snapshot_footer_batch, snapshot_header_batch
 from metaquorum.protocol.messages import (
     ApiVersionsRequestData,
     FetchRequestData,
-    KRaftVersionRecord,
     VoteRequestData,
     VoteResponseData,
-    VotersRecord,
 )
-from metaquorum.protocol.records import SimpleRecord, build_batch
 from metaquorum.sim import buggify, membership
 from metaquorum.sim.disk import MemoryDisk
 from metaquorum.sim.invariants import InvariantChecker
 from metaquorum.sim.network import Network
 from metaquorum.sim.params import SimParams
+from metaquorum.sim.snapshots import committed_snapshot
 
 POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED, SNAPSHOT, MEMBERSHIP = range(10)
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -285,28 +282,7 @@ class Simulation:
             self.push(deadline, POLL, nid, (self.incarnation[nid], self.poll_token[nid]))
 
     def snapshot_payload(self, end: int) -> bytes | None:
-        """The simulated state machine's snapshot of the committed prefix below `end`, as a
-        Kafka snapshot file: header batch (with the KRaftVersion and Voters records as of the
-        prefix's end when its kraft.version is >= 1), one data batch of `offset:epoch:value`
-        records, footer. Depends on the committed prefix only, so every replica's agrees."""
-        committed = self.checker.committed
-        if end > len(committed) or end <= 0:
-            return None
-        prefix = committed[:end]
-        kraft, voters = 0, None
-        for e in prefix:
-            if e.kind is EntryKind.KRAFT_VERSION and isinstance(e.control, KRaftVersionRecord):
-                kraft = e.control.kraft_version
-            elif e.kind is EntryKind.KRAFT_VOTERS and isinstance(e.control, VotersRecord):
-                voters = e.control
-        epoch = prefix[-1].epoch
-        header = snapshot_header_batch(
-            epoch, 0, timestamp_ms=0, kraft_version=kraft, voters=voters if kraft else None
-        )
-        first = 1 + (kraft >= 1) + (kraft >= 1 and voters is not None)
-        values = [SimpleRecord(b"%d:%d:%s" % (e.offset, e.epoch, e.value)) for e in prefix]
-        data = build_batch(first, epoch, values, timestamp_ms=0)
-        return header + data + snapshot_footer_batch(first + end, epoch, timestamp_ms=0)
+        return committed_snapshot(self.checker.committed, end)
 
     def _check_vote(self, nid: int, msg: VoteResponseData, disk: MemoryDisk) -> None:
         req = self._vote_request
