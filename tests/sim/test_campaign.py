@@ -42,6 +42,8 @@ def test_campaign_covers_2000_seeds_of_both_sizes() -> None:
     assert sum(n for _, n in MEMBERSHIP_CAMPAIGN) >= 2000
     assert {MIXES[m].voters for m, _ in MEMBERSHIP_CAMPAIGN} == {3, 5}
     assert all(MIXES[m].mix.wipe and MIXES[m].kraft_version == 1 for m, _ in MEMBERSHIP_CAMPAIGN)
+    every_fault = {"isolate", "one_way", "split", "crash", "pause", "wipe", "disk_fail"}
+    assert {k for m, _ in MEMBERSHIP_CAMPAIGN for k, _ in MIXES[m].mix.weights()} == every_fault
     assert {MIXES[m].voters for m, _ in CAMPAIGN} == {3, 5}
     assert any(MIXES[m].observers for m, _ in CAMPAIGN)
 

@@ -105,7 +105,7 @@ MIXES: dict[str, SimParams] = {
         kraft_version=1,
         membership_interval_ms=700,
         buggify=0.02,
-        mix=FaultMix(isolate=1, crash=2, wipe=1, interval_ms=1200),
+        mix=FaultMix(isolate=1, one_way=1, crash=2, pause=1, wipe=1, disk_fail=1, interval_ms=1200),
         link=NOISY,
         flush_max_ms=10,
         snapshot_every=25,  # voter sets also travel in snapshots (installed, loaded)
@@ -117,7 +117,9 @@ MIXES: dict[str, SimParams] = {
         kraft_version=1,
         membership_interval_ms=600,
         buggify=0.02,
-        mix=FaultMix(isolate=1, split=1, crash=2, wipe=1, interval_ms=1000),
+        mix=FaultMix(
+            isolate=1, one_way=1, split=1, crash=2, pause=1, wipe=1, disk_fail=1, interval_ms=1000
+        ),
         link=NOISY,
         flush_max_ms=20,
     ),
