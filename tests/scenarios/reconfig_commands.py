@@ -4,7 +4,8 @@
 `Uuid(7, i)` and endpoint CONTROLLER://h<i>:<9090+i>; `dir=new` gives the local replica another
 directory id (a wiped disk). Commands: `fetch ... dir=N|new` (the fetcher's directory id),
 `add-voter from=A id=N [ack=false]`, `remove-voter from=A id=N [dir=new]`,
-`update-voter from=N id=N epoch=E port=P`,
+`update-voter from=N id=N epoch=E port=P`, `upgrade epoch=E version=V [validate]`;
+`node ... kraft=0` starts a static (kraft.version 0) replica that knows its directory id,
 `api-versions-response from=N [min=0] [max=1]`.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from metaquorum.core.events import UpgradeKRaftVersion
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import EntryKind, LogEntry
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
@@ -47,6 +49,15 @@ def bootstrap_set(ids: list[int]) -> VoterSet:
 
 
 def node_kwargs(local: int, voters: list[int], args: dict[str, str]) -> dict[str, Any]:
+    if args.get("kraft") == "0":  # a static quorum whose replicas know their directory ids
+        return {
+            "voter_set": VoterSet.from_nodes(
+                VoterNode(ReplicaKey(i), (endpoint(i),), 0, 0) for i in voters
+            ),
+            "kraft_version": 0,
+            "directory_id": str(directory(args.get("dir", str(local)), local)),
+            "endpoints": (endpoint(local),),
+        }
     if args.get("kraft") != "1":
         return {}
     return {
@@ -98,6 +109,8 @@ def command(name: str, args: dict[str, str]) -> object | None:
                 min_supported_version=0, max_supported_version=1
             ),
         )
+    if name == "upgrade":
+        return UpgradeKRaftVersion(int(args["epoch"]), int(args["version"]), "validate" in args)
     if name == "api-versions-response":
         key = ApiVersionsResponseData.SupportedFeatureKey(
             name="kraft.version",

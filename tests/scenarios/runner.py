@@ -33,6 +33,7 @@ from metaquorum.core.effects import (
     FlushLog,
     HighWatermarkAdvanced,
     InstallSnapshot,
+    KRaftVersionUpgrade,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
@@ -218,6 +219,8 @@ def render_effect(e: Effect) -> str:
         return f"leader-changed leader={e.leader_id} epoch={e.epoch}"
     if isinstance(e, VotersChanged):
         return f"voters-changed {e.voters.sorted_ids()}"
+    if isinstance(e, KRaftVersionUpgrade):
+        return f"kraft-version-upgrade {e.version}: {e.error or 'accepted'}"
     if isinstance(e, AppendCommitted):
         return f"append-committed id={e.append_id} last-offset={e.last_offset}"
     if isinstance(e, AppendFailed):
@@ -380,6 +383,8 @@ class Script:
             )
             return ctx.handle(RequestReceived(src, self.cid, req))
         message = reconfig.command(name, a)
+        if isinstance(message, reconfig.UpgradeKRaftVersion):
+            return ctx.handle(message)
         if isinstance(
             message,
             AddRaftVoterRequestData | RemoveRaftVoterRequestData | UpdateRaftVoterRequestData,

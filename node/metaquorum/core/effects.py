@@ -93,6 +93,15 @@ class VotersChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class KRaftVersionUpgrade:
+    """The outcome of `UpgradeKRaftVersion`: `error` is None when accepted (the records are
+    appended; they take effect at once, like any control record) or a no-op."""
+
+    version: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AppendCommitted:
     append_id: int
     last_offset: int
@@ -116,6 +125,7 @@ Effect = (
     | HighWatermarkAdvanced
     | LeaderChanged
     | VotersChanged
+    | KRaftVersionUpgrade
     | AppendCommitted
     | AppendFailed
 )

@@ -78,6 +78,16 @@ class Shutdown:
     node may exit; the runtime bounds the wait."""
 
 
+@dataclass(frozen=True, slots=True)
+class UpgradeKRaftVersion:
+    """Kafka's `upgradeKRaftVersion(epoch, version, validateOnly)`: a leader of this epoch
+    upgrades kraft.version (0 -> 1, KIP-853); the outcome comes back as `KRaftVersionUpgrade`."""
+
+    epoch: int
+    version: int
+    validate_only: bool = False
+
+
 Event = (
     Poll
     | RequestReceived
@@ -88,4 +98,5 @@ Event = (
     | CreateSnapshot
     | Resign
     | Shutdown
+    | UpgradeKRaftVersion
 )

@@ -23,6 +23,7 @@ from metaquorum.core.ids import ReplicaKey
 
 if TYPE_CHECKING:
     from metaquorum.core.voter_change import PendingVoterChange
+    from metaquorum.core.voter_set import VoterSet
 
 
 class LeaderData:
@@ -34,6 +35,8 @@ class LeaderData:
         "progress",
         "purgatory",
         "resign_requested",
+        "upgrading_to",
+        "volatile_voters",
     )
 
     def __init__(
@@ -53,6 +56,10 @@ class LeaderData:
         # removed leader's request to resign once its removal commits.
         self.pending_change: PendingVoterChange | None = None
         self.resign_requested = False
+        # The kraft.version 0 -> 1 upgrade (core/kraft_upgrade.py): voters as they reported
+        # themselves by UpdateRaftVoter (kraft.version 0 only), and the version being written.
+        self.volatile_voters: VoterSet | None = None
+        self.upgrading_to: int | None = None
 
     @classmethod
     def empty(cls) -> LeaderData:

@@ -17,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import dispatch, epoch_start, fetch, leader, voter_change
+from metaquorum.core import dispatch, epoch_start, fetch, kraft_upgrade, leader, voter_change
 from metaquorum.core.batch_accumulator import PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
@@ -45,6 +45,7 @@ from metaquorum.core.events import (
     Resign,
     ResponseReceived,
     Shutdown,
+    UpgradeKRaftVersion,
 )
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
@@ -118,6 +119,7 @@ class RaftNode:
         self.shutting_down = False
         self.shutdown_started_ms = 0
         self.update_voter_next_ms = 0  # KIP-853: when this voter may next send UpdateRaftVoter
+        self.update_voter_acked: tuple[int, int] | None = None  # (epoch, leader) that took it
         self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
     # --- identity ----------------------------------------------------------------------------
@@ -216,6 +218,8 @@ class RaftNode:
         elif isinstance(event, Resign):
             if isinstance(self.state, LeaderState):
                 self.resign()
+        elif isinstance(event, UpgradeKRaftVersion):
+            kraft_upgrade.handle_upgrade(self, event)
         elif isinstance(event, Shutdown) and not self.shutting_down:
             self.shutting_down = True  # the poll below hands a leader's log over, then resigns
             self.shutdown_started_ms = now_ms
@@ -346,7 +350,11 @@ class RaftNode:
         assert isinstance(st, CandidateState)
         start = self.log.end_offset
         cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
-        data = LeaderData(self.local_id, self.voters.keys(), start, self.config)
+        data = LeaderData(self.local_id, self.voters.voter_keys(), start, self.config)
+        if self.control.latest_kraft_version() < 1:
+            # KIP-853 upgrade: the leader's own entry now, the others' from UpdateRaftVoter.
+            local = self.voters.update_voter_ignoring_directory_id(self.local_voter_node())
+            data.volatile_voters = local or self.voters
         self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
         # KIP-595 / KIP-853: LeaderChange [+ KRaftVersion + Voters] (core/epoch_start.py).
         self._append_as_leader(
@@ -393,7 +401,7 @@ class RaftNode:
         self.log.append(entries)
         progress = self.progress
         if progress is not None and progress.voters.keys() != self.voters.voter_ids:
-            progress.set_voters(self.voters.keys())  # a VotersRecord: in effect at once
+            progress.set_voters(self.voters.voter_keys())  # a VotersRecord: in effect at once
         self.emit(AppendEntries(tuple(entries)))
         self.emit(FlushLog(self.log.end_offset))
         fetch.complete_purgatory(self)
@@ -417,7 +425,7 @@ class RaftNode:
         progress = self.progress
         assert progress is not None
         if progress.voters.keys() != self.voters.voter_ids:
-            progress.set_voters(self.voters.keys())  # Kafka's updateLocalState
+            progress.set_voters(self.voters.voter_keys())  # Kafka's updateLocalState
         if progress.update_local(self.log.flushed_offset, self.now_ms):
             fetch.complete_purgatory(self)
 

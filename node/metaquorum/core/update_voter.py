@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from metaquorum.core import kraft_upgrade
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.log import LogEntry
@@ -87,12 +88,19 @@ def handle_update_raft_voter_request(node: RaftNode, event: RequestReceived) -> 
     ):
         respond(Errors.INVALID_REQUEST)
         return
+    kraft = node.control.latest_kraft_version()
+    if kraft < 1:
+        # Kafka keeps a kraft.version 0 quorum's updates in memory, for the upgrade.
+        if node.high_watermark is None:
+            respond(Errors.REQUEST_TIMED_OUT)
+        elif not low <= kraft <= high:
+            respond(Errors.INVALID_REQUEST)
+        else:
+            respond(kraft_upgrade.update_volatile_voter(node, VoterNode(key, endpoints, low, high)))
+        return
     if change_blocked(node, "updating") is not None:
-        # kraft.version 0 lands here too (UNSUPPORTED_VERSION in the shared checks): Kafka
-        # keeps such updates in memory for the upgrade; we answer REQUEST_TIMED_OUT.
         respond(Errors.REQUEST_TIMED_OUT)
         return
-    kraft = node.control.latest_kraft_version()
     if not low <= kraft <= high:
         respond(Errors.INVALID_REQUEST)
         return
@@ -108,14 +116,19 @@ def handle_update_raft_voter_request(node: RaftNode, event: RequestReceived) -> 
 
 
 def should_send(node: RaftNode, now_ms: int) -> bool:
-    """Kafka's `shouldSendUpdateVoteRequest` (kraft.version >= 1 only): this voter's entry in
-    the newest voter set differs from what it runs with; at most once per fetch timeout."""
-    return (
-        now_ms >= node.update_voter_next_ms
-        and node.control.latest_kraft_version() >= 1
-        and bool(node.local_endpoints)
-        and node.voters.voter_node_needs_update(node.local_voter_node())
-    )
+    """Kafka's `shouldSendUpdateVoteRequest`: from kraft.version 1, when this voter's entry in
+    the newest voter set differs from what it runs with; on kraft.version 0, once to every new
+    leader (it keeps the voters in memory for the upgrade). At most once per fetch timeout."""
+    if (
+        now_ms < node.update_voter_next_ms
+        or not node.local_endpoints
+        or node.local_directory_id is None
+        or not node.is_voter
+    ):
+        return False
+    if node.control.latest_kraft_version() >= 1:
+        return node.voters.voter_node_needs_update(node.local_voter_node())
+    return node.update_voter_acked != (node.epoch, node.leader_id)
 
 
 def build_request(node: RaftNode) -> UpdateRaftVoterRequestData:
@@ -142,6 +155,10 @@ def handle_update_raft_voter_response(node: RaftNode, event: ResponseReceived) -
     response = event.message
     assert isinstance(response, UpdateRaftVoterResponseData)
     leader = response.current_leader
-    maybe_handle_common_response(
-        node, to_error(response.error_code), leader.leader_id, leader.leader_epoch
-    )
+    error = to_error(response.error_code)
+    if error == Errors.NONE and (leader.leader_epoch, leader.leader_id) == (
+        node.epoch,
+        node.leader_id,
+    ):
+        node.update_voter_acked = (node.epoch, node.leader_id)
+    maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch)

@@ -121,7 +121,7 @@ class VoterSet:
     def sorted_ids(self) -> list[int]:
         return sorted(self.voter_ids)
 
-    def keys(self) -> list[ReplicaKey]:
+    def voter_keys(self) -> list[ReplicaKey]:
         """Every voter's key (ids only for a set of bare ids), by ascending id."""
         if self.nodes:
             return [n.key for n in self.nodes]
@@ -150,6 +150,19 @@ class VoterSet:
         if node is None or not _is_voter_key(node, updated.key):
             return None
         return VoterSet.from_nodes([updated if n is node else n for n in self.nodes])
+
+    def update_voter_ignoring_directory_id(self, updated: VoterNode) -> VoterSet | None:
+        """Kafka's `updateVoterIgnoringDirectoryId` (kraft.version 0: the set has no directory
+        ids yet): the set with that id's entry replaced, or None if the id does not vote."""
+        if updated.key.id not in self.voter_ids:
+            return None
+        nodes = self.nodes or tuple(VoterNode(k) for k in self.voter_keys())
+        return VoterSet.from_nodes([updated if n.key.id == updated.key.id else n for n in nodes])
+
+    def supports_version(self, version: int) -> bool:
+        """Every voter's supported kraft.version range covers `version`."""
+        nodes = self.nodes or tuple(VoterNode(k) for k in self.voter_keys())
+        return all(n.kraft_version_min <= version <= n.kraft_version_max for n in nodes)
 
     def add_voter(self, voter: VoterNode) -> VoterSet | None:
         """Kafka's `addVoter`: the set with `voter`, or None if its id already votes."""

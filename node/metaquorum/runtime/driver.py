@@ -42,6 +42,7 @@ from metaquorum.core.effects import (
     FlushLog,
     HighWatermarkAdvanced,
     InstallSnapshot,
+    KRaftVersionUpgrade,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
@@ -341,6 +342,11 @@ class Driver:
                 self.voter_endpoints = voter_endpoints(eff.voters, self.config.listener_name)
                 self.peers.set_endpoints(self.voter_endpoints)
                 log.info("voters are now %s", eff.voters.sorted_ids())
+            elif isinstance(eff, KRaftVersionUpgrade):
+                if eff.error is None:
+                    log.info("kraft.version upgrade to %s accepted", eff.version)
+                else:
+                    log.warning("kraft.version upgrade to %s refused: %s", eff.version, eff.error)
             elif isinstance(eff, AppendCommitted):
                 self.stats.committed += 1
                 self.appends.committed(eff.append_id, eff.last_offset)

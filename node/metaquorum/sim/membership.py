@@ -102,7 +102,7 @@ def membership_action(sim: Simulation) -> None:
             ack_when_committed=sim.rng.random() < 0.8,
         )
     elif len(voters) > 2:
-        request = _remove(sim, voters.keys()[sim.rng.randrange(len(voters))])
+        request = _remove(sim, voters.voter_keys()[sim.rng.randrange(len(voters))])
     else:
         return
     sim.next_admin_cid += 1
