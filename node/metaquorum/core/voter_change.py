@@ -122,8 +122,12 @@ def on_high_watermark(node: RaftNode) -> None:
     if not isinstance(st, LeaderState):
         return
     change = st.data.pending_change
-    if change is None or not change.committed(node.high_watermark):
-        return
-    finish(node, Errors.NONE)
-    if change.kind is ChangeKind.REMOVE and not node.is_voter:
+    if change is not None and change.committed(node.high_watermark):
+        finish(node, Errors.NONE)
+    hw = node.high_watermark
+    if not node.is_voter and hw is not None and node.control.latest_voters_offset() < hw:
+        # Whether or not this leader's RemoveRaftVoter is still pending (it may have expired,
+        # or an earlier leader appended the record): once the set without it is committed it
+        # resigns (Kafka ties this to the pending removal only; the simulator's
+        # `removed-leader-resigns` found leaders that kept leading as non-voters).
         st.data.resign_requested = True  # `poll_leader` resigns (Kafka's requestResign)

@@ -89,6 +89,8 @@ class Simulation:
         self.next_admin_cid = 0
         self.committed_voters: list[tuple[int, frozenset[int]]] = []
         self.situations: dict[str, int] = {}  # sim/buggify.py: worst moments seen
+        self.leader_checked: dict[int, int] = {}  # node -> epoch whose election was checked
+        self.removed_leader_since: dict[tuple[int, int], int] = {}
         self.committed_scanned = 0
         self.disks = {n: MemoryDisk() for n in self.all_ids}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}

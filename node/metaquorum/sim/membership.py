@@ -18,6 +18,8 @@ Invariants checked here, after every step, besides `InvariantChecker`'s:
 - `voter-set-agreement`: every replica derives the same voter set at the committed end;
 - `non-voter-campaigns`: a replica that is not a voter (by key) never becomes Prospective or
   Candidate;
+- `leader-majority`: an elected leader's granting voters are a majority of the set in its log;
+- `removed-leader-resigns`: a leader whose own removal committed resigns within 50 ms;
 - liveness (in `final_checks`): every accepted change was answered.
 """
 
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from metaquorum.sim.cluster import Simulation
 
 ADMIN = 1000  # the operator's "node id": requests from it, answers to it
+REMOVED_LEADER_BOUND_MS = 50  # a poll is due at once; the simulator runs it within 1 ms
 LISTENER = "CONTROLLER"
 
 
@@ -193,7 +196,28 @@ def after_step(sim: Simulation, nid: int, node: RaftNode) -> None:
     if isinstance(st, ProspectiveState | CandidateState) and not node.is_voter:
         checker.fail("non-voter-campaigns", f"node {nid} ({node.local_key()}) campaigns")
     if isinstance(st, LeaderState):
+        if sim.leader_checked.get(nid) != st.epoch:
+            # An elected leader's granting voters (itself included) are a majority of the voter
+            # set in its log when it won.
+            sim.leader_checked[nid] = st.epoch
+            voters = node.voters
+            granted = st.granting_voters & voters.voter_ids
+            if node.is_voter and len(granted) < voters.majority:
+                checker.fail(
+                    "leader-majority",
+                    f"leader {nid} of epoch {st.epoch} won with {sorted(st.granting_voters)} "
+                    f"of {voters.sorted_ids()}",
+                )
         hw = st.data.progress.high_watermark
+        if not node.is_voter and hw is not None and node.control.latest_voters_offset() < hw:
+            # A leader whose removal is committed resigns at its next poll.
+            since = sim.removed_leader_since.setdefault((nid, st.epoch), sim.now)
+            if sim.now - since > REMOVED_LEADER_BOUND_MS:
+                checker.fail(
+                    "removed-leader-resigns",
+                    f"leader {nid} still leads epoch {st.epoch} "
+                    f"{sim.now - since} ms after its removal committed",
+                )
         first = max(0 if hw is None else hw, len(checker.committed))
         pending = node.control.voter_history.changes_from(first)
         if pending > 1:

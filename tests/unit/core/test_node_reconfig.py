@@ -317,3 +317,21 @@ def test_follower_whose_entry_differs_sends_update_voter() -> None:
     assert [type(e.message) for e in same.effects if isinstance(e, SendRequest)] == [
         FetchRequestData
     ]
+
+
+def test_removed_leader_resigns_even_after_its_request_expired() -> None:
+    """Found by the simulator's `removed-leader-resigns`: the RemoveRaftVoter state expired
+    before the record committed, and Kafka's rule (resign when the pending removal commits)
+    left a non-voter leading. The leader resigns once the set without it is committed."""
+    ctx = _leader()
+    _remove(ctx, 1)
+    ctx.flush()
+    ctx.now += ctx.node.config.request_timeout_ms
+    ctx.advance(0)
+    assert _answers(ctx) == [(600, Errors.REQUEST_TIMED_OUT)]
+    assert isinstance(ctx.node.state, LeaderState)
+    ctx.request(2, _fetch(2, _dir(2), ctx))
+    ctx.request(3, _fetch(3, _dir(3), ctx))
+    assert ctx.node.high_watermark == ctx.node.log.end_offset
+    ctx.advance(0)
+    assert isinstance(ctx.node.state, ResignedState)
