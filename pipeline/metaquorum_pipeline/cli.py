@@ -1,10 +1,11 @@
 """`metaquorum-pipeline`: the pipeline's command line.
 
-Role: `measure` prints what a campaign costs here (see measure.py);
-`campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's missing seeds
+Role: `campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's missing seeds
 (Spark on `--master`, `local[*]` by default; a process pool only with `--no-spark`), then writes
 DIR/aggregates.json and the self-contained DIR/report.html over every seed of the spec found
-in DIR. Exit 0 when no seed broke an invariant, 1 when some did, 2 on a bad spec.
+in DIR. `tune` is the same, then prints per fault mix which timeouts to use (tune.py).
+`measure` prints what a campaign costs here (measure.py).
+Exit 0 when no seed broke an invariant, 1 when some did, 2 on a bad spec.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def campaign(args: argparse.Namespace) -> int:
         f"{agg['violating_seeds']} violating; report: {out / 'report.html'}",
         file=sys.stderr,
     )
+    if args.command == "tune":
+        from metaquorum_pipeline.tune import table, tune
+
+        tuning = tune(agg["cells"])
+        print(table(tuning) if tuning else "the grid varies no controller.quorum timeout")
     return 1 if agg["violating_seeds"] else 0
 
 
@@ -72,7 +78,22 @@ def _setting(text: str) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="metaquorum-pipeline", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("campaign", help="run a simulation campaign and write its report")
+    campaign_parser = sub.add_parser("campaign", help="run a campaign and write its report")
+    tune_parser = sub.add_parser("tune", help="the same, then print the timeout recommendations")
+    for c in (campaign_parser, tune_parser):
+        _campaign_args(c)
+    m = sub.add_parser("measure", help="seeds/s and Spark's overhead here (docs/pipeline.md)")
+    m.add_argument("--mix", default="chaos")
+    m.add_argument("--seeds", type=int, default=1000)
+    args = parser.parse_args(argv)
+    if args.command == "measure":
+        from metaquorum_pipeline import measure
+
+        return measure.main(args.mix, args.seeds)
+    return campaign(args)
+
+
+def _campaign_args(c: argparse.ArgumentParser) -> None:
     c.add_argument("spec", help="the campaign's YAML spec (see pipeline/campaigns/)")
     c.add_argument("--out", type=Path, required=True, help="output dir (resumable)")
     c.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
@@ -87,15 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--no-spark", action="store_true", help="run on a local process pool")
     c.add_argument("--workers", type=int, default=None, help="--no-spark pool size")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
-    m = sub.add_parser("measure", help="seeds/s and Spark's overhead here (docs/pipeline.md)")
-    m.add_argument("--mix", default="chaos")
-    m.add_argument("--seeds", type=int, default=1000)
-    args = parser.parse_args(argv)
-    if args.command == "measure":
-        from metaquorum_pipeline import measure
-
-        return measure.main(args.mix, args.seeds)
-    return campaign(args)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,10 @@ def test_report_has_plots_tables_and_no_outside_references(campaign: Path) -> No
     for cell in ("calm+election.timeout.ms=500", "chaos+election.timeout.ms=1000"):
         assert f"<td class=l>{cell}</td>" in page
     assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained
+    # Tuning: one group per mix (the grid varies the election timeout), each with its plot.
+    for mix in ("calm", "chaos"):
+        assert re.search(rf"<h3>{mix}: recommended <code>{mix}\+election\.timeout\.ms=", page)
+        assert f'<img alt="tuning {mix}" src="data:image/svg+xml;base64,' in page
 
 
 def test_a_rerun_with_more_seeds_runs_only_the_new_ones(campaign: Path, spark: Any) -> None:
