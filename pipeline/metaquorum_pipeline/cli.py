@@ -4,7 +4,9 @@ Role: `campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's m
 (Spark on `--master`, `local[*]` by default; a process pool only with `--no-spark`), then writes
 DIR/aggregates.json and the self-contained DIR/report.html over every seed of the spec found
 in DIR. `tune` is the same, then prints per fault mix which timeouts to use (tune.py).
-`measure` prints what a campaign costs here (measure.py).
+`logs PATH... --out DIR` analyses metadata-log segments and snapshots (logs.py) into
+DIR/batches (Parquet), DIR/logs.json and DIR/logs.html. `measure` prints what a campaign costs
+here (measure.py).
 Exit 0 when no seed broke an invariant, 1 when some did, 2 on a bad spec.
 """
 
@@ -68,6 +70,33 @@ def campaign(args: argparse.Namespace) -> int:
     return 1 if agg["violating_seeds"] else 0
 
 
+def logs(args: argparse.Namespace) -> int:
+    from metaquorum_pipeline import logs as scan
+    from metaquorum_pipeline import logs_report, sparkjob
+
+    started = time.monotonic()
+    spark = sparkjob.session(args.master, conf=dict(args.conf))
+    try:
+        try:
+            run = scan.run(spark, args.paths, args.out, args.split_bytes or scan.SPLIT_BYTES)
+        except ValueError as e:
+            print(f"metaquorum-pipeline logs: {e}", file=sys.stderr)
+            return 2
+        df = spark.read.schema(scan.schema()).parquet(str(args.out / "batches"))
+        agg = logs_report.aggregates(spark, df)
+    finally:
+        spark.stop()
+    run["seconds"] = round(time.monotonic() - started, 1)
+    (args.out / "logs.json").write_text(json.dumps({"run": run, **agg}, indent=1))
+    (args.out / "logs.html").write_text(logs_report.render(agg, run=run))
+    print(
+        f"{run['files']} files, {len(agg['epochs'])} epochs, {len(agg['invalid'])} invalid "
+        f"ranges; report: {args.out / 'logs.html'}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _setting(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -85,7 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("measure", help="seeds/s and Spark's overhead here (docs/pipeline.md)")
     m.add_argument("--mix", default="chaos")
     m.add_argument("--seeds", type=int, default=1000)
+    lg = sub.add_parser("logs", help="analytics over metadata-log segments and snapshots")
+    lg.add_argument("paths", nargs="+", type=Path, help="data dirs, log dirs or files")
+    lg.add_argument("--out", type=Path, required=True)
+    lg.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    lg.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE")
+    lg.add_argument("--split-bytes", type=int, default=None, help="bytes per Spark task")
     args = parser.parse_args(argv)
+    if args.command == "logs":
+        return logs(args)
     if args.command == "measure":
         from metaquorum_pipeline import measure
 
