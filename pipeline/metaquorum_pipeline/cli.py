@@ -2,8 +2,9 @@
 
 Role: `campaign SPEC.yaml --out DIR [--master M] [--no-spark]` runs the spec's missing seeds
 (Spark on `--master`, `local[*]` by default; a process pool only with `--no-spark`), then writes
-DIR/aggregates.json and the self-contained DIR/report.html over every seed of the spec found
-in DIR. `tune` is the same, then prints per fault mix which timeouts to use (tune.py).
+DIR/aggregates.json and the self-contained DIR/report.html over the spec's cells and seeds found
+in DIR (other seeds there are kept, not reported). `tune` is the same, then prints per fault
+mix which timeouts to use (tune.py).
 `logs PATH... --out DIR` analyses metadata-log segments and snapshots (logs.py) into
 DIR/batches (Parquet), DIR/logs.json and DIR/logs.html. `measure` prints what a campaign costs
 here (measure.py).
@@ -34,6 +35,7 @@ def campaign(args: argparse.Namespace) -> int:
     if Path(args.spec).resolve() != (out / "spec.yaml").resolve():
         shutil.copyfile(args.spec, out / "spec.yaml")
     scenarios = [c.scenario for c in sp.cells]
+    seed_range = (sp.seed_start, sp.seed_stop)  # the report covers the spec's seeds only
     started = time.monotonic()
     print(f"campaign {sp.name}: {len(sp.cells)} cells x {sp.seeds_per_cell} seeds", file=sys.stderr)
     run: dict[str, Any]
@@ -41,7 +43,7 @@ def campaign(args: argparse.Namespace) -> int:
         from metaquorum_pipeline import local
 
         run = {"engine": "process pool", **local.run(sp, out, args.workers)}
-        agg = aggregate.python_aggregates(local.load(out, scenarios))
+        agg = aggregate.python_aggregates(local.load(out, scenarios, seed_range))
     else:
         from metaquorum_pipeline import sparkjob
 
@@ -50,7 +52,8 @@ def campaign(args: argparse.Namespace) -> int:
         try:
             run = {"engine": "spark", "master": args.master}
             run.update(sparkjob.run(spark, sp, out, progress=not args.quiet))
-            agg = aggregate.spark_aggregates(spark, sparkjob.load(spark, out, scenarios))
+            df = sparkjob.load(spark, out, scenarios, seed_range)
+            agg = aggregate.spark_aggregates(spark, df)
         finally:
             spark.stop()
     run["seeds_per_s"] = run["seeds_run"] / run["seconds"] if run["seconds"] else None
