@@ -18,6 +18,7 @@ import json
 import shutil
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,13 @@ def campaign(args: argparse.Namespace) -> int:
             spark.stop()
     run["seeds_per_s"] = run["seeds_run"] / run["seconds"] if run["seconds"] else None
     run["total_s"] = time.monotonic() - started
-    (out / "aggregates.json").write_text(json.dumps({"name": sp.name, "run": run, **agg}, indent=1))
-    (out / "report.html").write_text(report.render(agg, name=sp.name, run=run))
+    run["utc"] = datetime.now(UTC).isoformat(timespec="seconds")
+    with (out / "runs.jsonl").open("a") as f:  # every run into DIR, for the report's history
+        f.write(json.dumps(run) + "\n")
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line]
+    summary = {"name": sp.name, "run": run, "runs": runs, **agg}
+    (out / "aggregates.json").write_text(json.dumps(summary, indent=1))
+    (out / "report.html").write_text(report.render(agg, name=sp.name, runs=runs))
     print(
         f"{agg['seeds']} seeds ({run['seeds_run']} run now, {run['seeds_skipped']} already there), "
         f"{agg['violating_seeds']} violating; report: {out / 'report.html'}",

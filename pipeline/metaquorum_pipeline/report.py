@@ -52,8 +52,10 @@ def _cdf_plot(cells: list[dict[str, Any]], key: str, title: str, ylabel: str, lo
         ax.set_xscale("symlog", linthresh=10)
     ax.set(title=title, xlabel="ms", ylabel=ylabel)
     ax.grid(alpha=0.3)
-    if len(cells) <= 20:
+    if len(cells) <= 8:
         ax.legend(fontsize=7, loc="lower right")
+    elif len(cells) <= 40:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _svg(fig)
 
 
@@ -228,7 +230,28 @@ def _violations_table(agg: dict[str, Any]) -> str:
     return "<table>" + "\n".join(rows) + "</table>" + note
 
 
-def render(agg: dict[str, Any], *, name: str, run: dict[str, Any]) -> str:
+RUN_COLUMNS = (
+    "utc",
+    "engine",
+    "master",
+    "tasks",
+    "seeds_run",
+    "seeds_skipped",
+    "seconds",
+    "seeds_per_s",
+)
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> str:
+    head = "".join(f"<th>{c}</th>" for c in RUN_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in RUN_COLUMNS) + "</tr>"
+        for r in runs
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render(agg: dict[str, Any], *, name: str, runs: list[dict[str, Any]]) -> str:
     """The whole report as one HTML string."""
     from metaquorum_pipeline.tune import tune
 
@@ -259,13 +282,11 @@ def render(agg: dict[str, Any], *, name: str, run: dict[str, Any]) -> str:
         if bad
         else f"<b style='color:#070'>all {seeds} seeds kept every invariant</b>"
     )
-    run_info = ", ".join(f"{k}: {html.escape(_fmt(v))}" for k, v in run.items())
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>metaquorum campaign {html.escape(name)}</title>
 <style>{STYLE}</style></head><body>
 <h1>Simulation campaign: {html.escape(name)}</h1>
 <p class=summary>{len(cells)} grid cells, {verdict}.</p>
-<p><small>{run_info}</small></p>
 <h2>Violations</h2>
 <p>Replay any seed with its repro line (add <code>--trace</code> for the event trace).</p>
 {_violations_table(agg)}
@@ -277,5 +298,7 @@ def render(agg: dict[str, Any], *, name: str, run: dict[str, Any]) -> str:
 <div class=plots>
 {imgs}
 </div>
+<h2>Runs into this directory</h2>
+{_runs_table(runs)}
 </body></html>
 """

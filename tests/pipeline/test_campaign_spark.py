@@ -80,6 +80,7 @@ def test_spark_sql_aggregates_equal_python_and_the_no_spark_path(
     assert_same(written["cells"], expected["cells"])
     assert written["violating_seeds"] == expected["violating_seeds"] == 0
     assert written["run"]["seeds_run"] == 48 and written["run"]["engine"] == "spark"
+    assert [r["seeds_run"] for r in written["runs"]] == [48]  # the history of runs into DIR
     cell = next(c for c in written["cells"] if c["scenario"] == "chaos+election.timeout.ms=500")
     assert cell["seeds"] == 12 and cell["election_timeout_ms"] == 500
     p50, p90, p99, top = cell["commit_latency_ms"]
@@ -110,6 +111,7 @@ def assert_same(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> None:
 def test_report_has_plots_tables_and_no_outside_references(campaign: Path) -> None:
     page = (campaign / "report.html").read_text()
     assert "all 48 seeds kept every invariant" in page
+    assert "<h2>Runs into this directory</h2>" in page
     images = re.findall(
         r'<img alt="plot \d+" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', page
     )
