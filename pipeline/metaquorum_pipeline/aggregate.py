@@ -13,6 +13,7 @@ ordered by scenario name; violations by (scenario, seed).
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -42,8 +43,10 @@ SELECT scenario, {", ".join(f"first({c}) AS {c}" for c in SHAPE)},
   percentile(time_to_first_leader_ms, array({_PCT})) AS first_leader_ms,
   percentile(time_to_first_leader_ms, array({_CDF})) AS first_leader_cdf,
   avg(elections) AS leader_changes_mean,
+  stddev_samp(elections) AS leader_changes_sd,
   percentile(elections, array({_PCT})) AS leader_changes,
   avg(unavailable_ms) AS unavailable_ms_mean,
+  stddev_samp(unavailable_ms) AS unavailable_ms_sd,
   percentile(unavailable_ms, array({_PCT})) AS unavailable_ms,
   sum(appends_committed) AS appends_committed,
   sum(appends_failed) AS appends_failed,
@@ -82,6 +85,11 @@ def _pcts(values: Sequence[float], points: Sequence[float]) -> list[float] | Non
     if not values:
         return None
     return [percentile(values, p) or 0.0 for p in points]
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    """Spark's `stddev_samp`: None below two values."""
+    return statistics.stdev(values) if len(values) >= 2 else None
 
 
 def _finish(
@@ -146,8 +154,10 @@ def python_aggregates(rows: Iterable[Record]) -> dict[str, Any]:
             first_leader_ms=_pcts(first, PCTS),
             first_leader_cdf=_pcts(first, CDF_POINTS),
             leader_changes_mean=sum(elections) / len(recs),
+            leader_changes_sd=_sd(elections),
             leader_changes=_pcts(elections, PCTS),
             unavailable_ms_mean=sum(unavailable) / len(recs),
+            unavailable_ms_sd=_sd(unavailable),
             unavailable_ms=_pcts(unavailable, PCTS),
             appends_committed=sum(r["appends_committed"] for r in recs),
             appends_failed=sum(r["appends_failed"] for r in recs),

@@ -24,7 +24,9 @@ def records_file(out: Path) -> Path:
     return out / "records.jsonl"
 
 
-def load(out: Path, scenarios: list[str]) -> list[records.Record]:
+def load(
+    out: Path, scenarios: list[str], seeds: tuple[int, int] | None = None
+) -> list[records.Record]:
     path = records_file(out)
     if not path.exists():
         return []
@@ -32,7 +34,7 @@ def load(out: Path, scenarios: list[str]) -> list[records.Record]:
     rows = []
     for line in path.read_text().splitlines():
         rec = json.loads(line)
-        if rec["scenario"] in wanted:
+        if rec["scenario"] in wanted and (seeds is None or seeds[0] <= rec["seed"] < seeds[1]):
             rows.append(tuple(rec[n] for n in records.NAMES))
     return rows
 

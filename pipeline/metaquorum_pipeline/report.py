@@ -52,8 +52,10 @@ def _cdf_plot(cells: list[dict[str, Any]], key: str, title: str, ylabel: str, lo
         ax.set_xscale("symlog", linthresh=10)
     ax.set(title=title, xlabel="ms", ylabel=ylabel)
     ax.grid(alpha=0.3)
-    if len(cells) <= 20:
+    if len(cells) <= 8:
         ax.legend(fontsize=7, loc="lower right")
+    elif len(cells) <= 40:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _svg(fig)
 
 
@@ -90,6 +92,73 @@ def _violations_plot(cells: list[dict[str, Any]]) -> str:
     if kinds:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _svg(fig)
+
+
+def _label(r: dict[str, Any]) -> str:
+    return (
+        f"election {r['election_timeout_ms']} / fetch {r['fetch_timeout_ms']} / "
+        f"backoff {r['election_backoff_max_ms']}"
+    )
+
+
+def _tuning_plot(g: dict[str, Any]) -> str:
+    rows = g["rows"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 1.4 + 0.3 * len(rows)), sharey=True)
+    names = [("* " if r["recommended"] else "") + _label(r) for r in rows]
+    for ax, key, title in (
+        (left, "unavailable_ms", "unavailable ms per seed"),
+        (right, "leader_changes", "leader changes per seed"),
+    ):
+        means = [r[f"{key}_mean"] for r in rows]
+        errs = [r[f"{key}_ci"] or 0.0 for r in rows]
+        colors = ["#e45756" if r["violating_seeds"] else "#4c78a8" for r in rows]
+        ax.errorbar(means, names, xerr=errs, fmt="none", ecolor="#555", capsize=3)
+        ax.scatter(means, names, c=colors, zorder=3)
+        ax.set(title=f"{title} (mean, 95% CI)")
+        ax.grid(axis="x", alpha=0.3)
+    left.invert_yaxis()
+    return _svg(fig)
+
+
+def _tuning_html(tuning: list[dict[str, Any]]) -> str:
+    if not tuning:
+        return "<p>The grid varies no timeout: nothing to tune.</p>"
+    parts = [
+        "<p>Per fault mix, the settings ranked by mean unavailable time (95% confidence "
+        "intervals from the seed counts). Recommended (*): the least unavailable time with no "
+        "violation and no more leader changes than the baseline (Kafka's defaults, else the "
+        "setting with the fewest), by more than the two intervals combined.</p>"
+    ]
+    for g in tuning:
+        rows = [
+            "<tr><th class=l>setting</th><th>seeds</th><th>unavailable ms</th>"
+            "<th>leader changes</th><th>violating</th><th class=l>note</th></tr>"
+        ]
+        for r in g["rows"]:
+            note = ", ".join(
+                n
+                for n, on in (
+                    ("recommended", r["recommended"]),
+                    ("baseline", r["baseline"]),
+                    ("more leader changes", r["extra_leader_changes"]),
+                )
+                if on
+            )
+            cls = " class=bad" if r["violating_seeds"] else ""
+            rows.append(
+                f"<tr{cls}><td class=l>{html.escape(_label(r))}</td><td>{r['seeds']}</td>"
+                f"<td>{r['unavailable_ms_mean']:.0f} ± {r['unavailable_ms_ci'] or 0:.0f}</td>"
+                f"<td>{r['leader_changes_mean']:.2f} ± {r['leader_changes_ci'] or 0:.2f}</td>"
+                f"<td>{r['violating_seeds']}</td><td class=l>{note}</td></tr>"
+            )
+        parts.append(
+            f"<h3>{html.escape(g['group'])}: recommended "
+            f"<code>{html.escape(g['recommended'] or 'none')}</code></h3>"
+            f"<table class=tuning>{''.join(rows)}</table>"
+            f'<div class=plots><img alt="tuning {html.escape(g["group"])}" '
+            f'src="{_tuning_plot(g)}"></div>'
+        )
+    return "\n".join(parts)
 
 
 def _fmt(v: Any) -> str:
@@ -161,8 +230,31 @@ def _violations_table(agg: dict[str, Any]) -> str:
     return "<table>" + "\n".join(rows) + "</table>" + note
 
 
-def render(agg: dict[str, Any], *, name: str, run: dict[str, Any]) -> str:
+RUN_COLUMNS = (
+    "utc",
+    "engine",
+    "master",
+    "tasks",
+    "seeds_run",
+    "seeds_skipped",
+    "seconds",
+    "seeds_per_s",
+)
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> str:
+    head = "".join(f"<th>{c}</th>" for c in RUN_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in RUN_COLUMNS) + "</tr>"
+        for r in runs
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render(agg: dict[str, Any], *, name: str, runs: list[dict[str, Any]]) -> str:
     """The whole report as one HTML string."""
+    from metaquorum_pipeline.tune import tune
+
     cells = agg["cells"]
     plots = [
         _violations_plot(cells),
@@ -190,21 +282,23 @@ def render(agg: dict[str, Any], *, name: str, run: dict[str, Any]) -> str:
         if bad
         else f"<b style='color:#070'>all {seeds} seeds kept every invariant</b>"
     )
-    run_info = ", ".join(f"{k}: {html.escape(_fmt(v))}" for k, v in run.items())
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>metaquorum campaign {html.escape(name)}</title>
 <style>{STYLE}</style></head><body>
 <h1>Simulation campaign: {html.escape(name)}</h1>
 <p class=summary>{len(cells)} grid cells, {verdict}.</p>
-<p><small>{run_info}</small></p>
 <h2>Violations</h2>
 <p>Replay any seed with its repro line (add <code>--trace</code> for the event trace).</p>
 {_violations_table(agg)}
+<h2>Tuning the timeouts</h2>
+{_tuning_html(tune(cells))}
 <h2>Per grid cell</h2>
 {_cells_table(cells)}
 <h2>Plots</h2>
 <div class=plots>
 {imgs}
 </div>
+<h2>Runs into this directory</h2>
+{_runs_table(runs)}
 </body></html>
 """

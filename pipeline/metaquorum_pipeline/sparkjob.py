@@ -186,9 +186,10 @@ def executors(spark: Any) -> int:
     return max(0, len(infos) - 1)
 
 
-def load(spark: Any, out: Path, scenarios: list[str]) -> Any:
-    """The records of these scenarios as a DataFrame (for the aggregates and the tests)."""
+def load(spark: Any, out: Path, scenarios: list[str], seeds: tuple[int, int] | None = None) -> Any:
+    """The records of these scenarios (and seeds in [start, stop), if given) as a DataFrame."""
     from pyspark.sql import functions as sf
 
     df = spark.read.schema(schema()).parquet(str(records_path(out)))
-    return df.where(sf.col("scenario").isin(scenarios))
+    df = df.where(sf.col("scenario").isin(scenarios))
+    return df if seeds is None else df.where(sf.col("seed").between(seeds[0], seeds[1] - 1))

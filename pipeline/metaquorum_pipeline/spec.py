@@ -5,7 +5,8 @@ name is the simulator's scenario name (`chaos+election.timeout.ms=500`, see
 `metaquorum.sim.params.scenario_params`), so every record replays with
 `python -m metaquorum.sim --seed N --scenario S`.
 Invariants: the expansion is deterministic (mixes in spec order, then the grid's cartesian product
-in key order, values in the order written); every cell name parses back to its params; seed
+in key order, values in the order written; a `sample` keeps a seeded random subset of those cells
+in the same order); every cell name parses back to its params; seed
 ranges are half-open [start, stop) and a task never holds more than `seeds_per_task` seeds.
 
     name: smoke                      # a label for the report
@@ -15,11 +16,13 @@ ranges are half-open [start, stop) and a task never holds more than `seeds_per_t
       controller.quorum.election.timeout.ms: [500, 1000]
       voters: [3, 5]
     seeds_per_task: 50               # optional; seeds one Spark task runs
+    sample: {cells: 20, seed: 1}     # optional: a random sample of the grid's cells instead
 """
 
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,10 +76,21 @@ def _seed_range(raw: Any) -> tuple[int, int]:
     raise SpecError(f"seeds: expected {{start, count}}, {{start, stop}}, [start, stop], N: {raw!r}")
 
 
+def _sample(cells: list[Cell], raw: Any) -> list[Cell]:
+    if raw is None:
+        return cells
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), int) or raw["cells"] < 1:
+        raise SpecError(f"sample: expected {{cells: N, seed: S}} with N >= 1, got {raw!r}")
+    if raw["cells"] >= len(cells):
+        return cells
+    keep = set(random.Random(int(raw.get("seed", 0))).sample(range(len(cells)), raw["cells"]))
+    return [c for i, c in enumerate(cells) if i in keep]
+
+
 def parse(data: Any) -> Spec:
     if not isinstance(data, dict):
         raise SpecError("a campaign spec is a YAML mapping")
-    unknown = set(data) - {"name", "mixes", "seeds", "grid", "seeds_per_task"}
+    unknown = set(data) - {"name", "mixes", "seeds", "grid", "seeds_per_task", "sample"}
     if unknown:
         raise SpecError(f"unknown spec keys: {sorted(unknown)}")
     mixes = data.get("mixes") or []
@@ -111,6 +125,7 @@ def parse(data: Any) -> Spec:
             except ValueError as e:
                 raise SpecError(f"cell {name}: {e}") from None
             cells.append(Cell(name, mix, overrides))
+    cells = _sample(cells, data.get("sample"))
     start, stop = _seed_range(data.get("seeds", 100))
     if not 0 <= start < stop:
         raise SpecError(f"seeds: need 0 <= start < stop, got [{start}, {stop})")

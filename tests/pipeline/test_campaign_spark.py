@@ -80,6 +80,7 @@ def test_spark_sql_aggregates_equal_python_and_the_no_spark_path(
     assert_same(written["cells"], expected["cells"])
     assert written["violating_seeds"] == expected["violating_seeds"] == 0
     assert written["run"]["seeds_run"] == 48 and written["run"]["engine"] == "spark"
+    assert [r["seeds_run"] for r in written["runs"]] == [48]  # the history of runs into DIR
     cell = next(c for c in written["cells"] if c["scenario"] == "chaos+election.timeout.ms=500")
     assert cell["seeds"] == 12 and cell["election_timeout_ms"] == 500
     p50, p90, p99, top = cell["commit_latency_ms"]
@@ -110,6 +111,7 @@ def assert_same(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> None:
 def test_report_has_plots_tables_and_no_outside_references(campaign: Path) -> None:
     page = (campaign / "report.html").read_text()
     assert "all 48 seeds kept every invariant" in page
+    assert "<h2>Runs into this directory</h2>" in page
     images = re.findall(
         r'<img alt="plot \d+" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', page
     )
@@ -117,6 +119,10 @@ def test_report_has_plots_tables_and_no_outside_references(campaign: Path) -> No
     for cell in ("calm+election.timeout.ms=500", "chaos+election.timeout.ms=1000"):
         assert f"<td class=l>{cell}</td>" in page
     assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained
+    # Tuning: one group per mix (the grid varies the election timeout), each with its plot.
+    for mix in ("calm", "chaos"):
+        assert re.search(rf"<h3>{mix}: recommended <code>{mix}\+election\.timeout\.ms=", page)
+        assert f'<img alt="tuning {mix}" src="data:image/svg+xml;base64,' in page
 
 
 def test_a_rerun_with_more_seeds_runs_only_the_new_ones(campaign: Path, spark: Any) -> None:
@@ -125,5 +131,7 @@ def test_a_rerun_with_more_seeds_runs_only_the_new_ones(campaign: Path, spark: A
     assert (info["seeds_run"], info["seeds_skipped"]) == (12, 48)
     df = sparkjob.load(spark, campaign, [c.scenario for c in wider.cells])
     assert df.count() == 60 == df.select("scenario", "seed").distinct().count()
+    # The narrower spec's report reads only its own seeds back.
+    assert sparkjob.load(spark, campaign, [c.scenario for c in wider.cells], (0, 12)).count() == 48
     again = sparkjob.run(spark, wider, campaign, progress=False)
     assert (again["seeds_run"], again["tasks"]) == (0, 0)

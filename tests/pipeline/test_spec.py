@@ -66,3 +66,20 @@ def test_tasks_are_bounded_and_skip_done_seeds() -> None:
     done = {"calm": set(range(10)), "chaos": {0, 1, 2, 5}}
     assert spec.tasks(sp, done) == [("chaos", 3, 5), ("chaos", 6, 10)]
     assert list(spec.ranges([7, 1, 2, 3, 9, 8])) == [(1, 4), (7, 10)]
+
+
+def test_a_sample_keeps_a_seeded_subset_of_the_grid_in_order() -> None:
+    data = {
+        "mixes": ["calm", "chaos", "crashes"],
+        "grid": {"election.timeout.ms": [300, 500, 1000, 2000], "fetch.timeout.ms": [1000, 2000]},
+        "sample": {"cells": 5, "seed": 7},
+    }
+    full = [c.scenario for c in spec.parse({k: v for k, v in data.items() if k != "sample"}).cells]
+    picked = [c.scenario for c in spec.parse(data).cells]
+    assert len(full) == 24 and len(picked) == 5
+    assert picked == [c for c in full if c in picked]  # grid order kept
+    assert picked == [c.scenario for c in spec.parse(data).cells]  # same seed, same cells
+    other = [c.scenario for c in spec.parse({**data, "sample": {"cells": 5, "seed": 8}}).cells]
+    assert other != picked
+    with pytest.raises(spec.SpecError, match="sample"):
+        spec.parse({**data, "sample": {"cells": 0}})
