@@ -7,6 +7,7 @@ node's DescribeQuorum / peer connections follow the voter set from the log."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,45 @@ def test_add_then_remove_a_voter_on_running_nodes(tmp_path: Path) -> None:
             20,
             "every node to see the new voter set",
         )
+
+
+def test_our_cli_adds_and_removes_controllers(tmp_path: Path) -> None:
+    """`metaquorum quorum add-controller --config F / remove-controller` (as Kafka's tool):
+    success lines as Kafka prints them, and one line with the fix for a Kafka error."""
+    from tests.integration.quorum_fixture import our_cli
+
+    with running_quorum(tmp_path, voters=3, observers=1, dynamic=True) as q:
+        leader, _ = q.wait_for_leader(30)
+        wait_for(
+            lambda: all((s or {}).get("high_watermark", -1) >= 3 for s in q.statuses().values()),
+            20,
+            "every replica to catch up",
+        )
+        boot = ",".join(q.nodes[i].address for i in (1, 2, 3))
+        meta = read_meta_properties(q.nodes[4].directory)
+        assert meta is not None
+        r = our_cli(
+            "quorum", "--bootstrap-controller", boot, "add-controller",
+            "--config", str(q.nodes[4].config_path),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(f"Added controller 4 with directory id {meta.directory_id}")
+        r = our_cli(
+            "quorum", "--bootstrap-controller", boot, "add-controller",
+            "--config", str(q.nodes[4].config_path),
+        )  # fmt: skip
+        assert r.returncode == 1 and r.stderr.count("\n") == 1
+        assert "DUPLICATE_VOTER" in r.stderr and "remove it first" in r.stderr
+        victim = next(i for i in (1, 2, 3) if i != leader)
+        r = our_cli(
+            "quorum", "--bootstrap-controller", boot, "remove-controller",
+            "--controller-id", str(victim),
+            "--controller-directory-id", str(q.directory_ids[victim]),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert f"Removed KRaft controller {victim}" in r.stdout
+        r = our_cli("quorum", "--bootstrap-controller", boot, "describe", "--status")
+        assert r.returncode == 0
+        assert sorted(
+            int(x) for x in re.findall(r'\{"id": (\d+)', r.stdout.split("CurrentObservers")[0])
+        ) == sorted({1, 2, 3, 4} - {victim})
