@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
-from metaquorum.core.rpc_common import (
-    has_valid_cluster_id,
-    replica_key,
-    validate_leader_only_request,
-)
 from metaquorum.core.states import LeaderState
-from metaquorum.core.voter_change import ChangeKind, PendingVoterChange, change_blocked, finish
+from metaquorum.core.voter_change import (
+    ChangeKind,
+    PendingVoterChange,
+    change_blocked,
+    check_voter_request,
+    finish,
+)
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (
@@ -52,16 +54,16 @@ def handle_add_raft_voter_request(node: RaftNode, event: RequestReceived) -> Non
         response = add_voter_response(error, message)
         node.emit(SendResponse(event.source, event.correlation_id, response))
 
-    if not has_valid_cluster_id(node, request.cluster_id):
-        respond(Errors.INCONSISTENT_CLUSTER_ID, f"cluster id {request.cluster_id!r} is not ours")
-        return
-    error = validate_leader_only_request(node, node.epoch)
-    if error != Errors.NONE:
-        respond(error)
-        return
-    key = replica_key(request.voter_id, request.voter_directory_id)
-    if request.voter_id < 0 or key.directory_id is None:
-        respond(Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+    key = check_voter_request(
+        node,
+        request.cluster_id,
+        node.epoch,
+        voter_id=request.voter_id,
+        directory=request.voter_directory_id,
+        what="Add voter",
+    )
+    if not isinstance(key, ReplicaKey):
+        respond(*key)
         return
     endpoints = tuple(ListenerEndpoint(x.name, x.host, x.port) for x in request.listeners)
     if not any(e.name == node.listener_name for e in endpoints):

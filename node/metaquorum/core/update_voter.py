@@ -21,17 +21,15 @@ from typing import TYPE_CHECKING
 from metaquorum.core import kraft_upgrade
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
+from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
 from metaquorum.core.rpc_common import (
     directory_uuid,
-    has_valid_cluster_id,
     maybe_handle_common_response,
-    replica_key,
     to_error,
-    validate_leader_only_request,
 )
 from metaquorum.core.states import LeaderState
-from metaquorum.core.voter_change import change_blocked
+from metaquorum.core.voter_change import change_blocked, check_voter_request
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import UpdateRaftVoterRequestData, UpdateRaftVoterResponseData
@@ -64,28 +62,25 @@ def handle_update_raft_voter_request(node: RaftNode, event: RequestReceived) -> 
     request = event.message
     assert isinstance(request, UpdateRaftVoterRequestData)
 
-    def respond(error: Errors) -> None:
-        answer = update_voter_response(node, error)
+    def respond(error: Errors, _message: str | None = None) -> None:
+        answer = update_voter_response(node, error)  # UpdateRaftVoter has no error message
         node.emit(SendResponse(event.source, event.correlation_id, answer))
 
-    if not has_valid_cluster_id(node, request.cluster_id):
-        respond(Errors.INCONSISTENT_CLUSTER_ID)
+    key = check_voter_request(
+        node,
+        request.cluster_id,
+        request.current_leader_epoch,
+        voter_id=request.voter_id,
+        directory=request.voter_directory_id,
+        what="Update voter",
+    )
+    if not isinstance(key, ReplicaKey):
+        respond(*key)
         return
-    error = validate_leader_only_request(node, request.current_leader_epoch)
-    if error != Errors.NONE:
-        respond(error)
-        return
-    key = replica_key(request.voter_id, request.voter_directory_id)
     endpoints = tuple(ListenerEndpoint(x.name, x.host, x.port) for x in request.listeners)
     low = request.kraft_version_feature.min_supported_version
     high = request.kraft_version_feature.max_supported_version
-    if (
-        request.voter_id < 0
-        or key.directory_id is None
-        or not any(e.name == node.listener_name for e in endpoints)
-        or low < 0
-        or high < low
-    ):
+    if not any(e.name == node.listener_name for e in endpoints) or low < 0 or high < low:
         respond(Errors.INVALID_REQUEST)
         return
     kraft = node.control.latest_kraft_version()

@@ -19,10 +19,16 @@ from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.rpc_common import (
+    has_valid_cluster_id,
+    replica_key,
+    validate_leader_only_request,
+)
 from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_set import ListenerEndpoint
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import AddRaftVoterResponseData, RemoveRaftVoterResponseData
+from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -54,6 +60,28 @@ class PendingVoterChange:
             and high_watermark is not None
             and high_watermark > self.last_offset
         )
+
+
+def check_voter_request(
+    node: RaftNode,
+    cluster_id: str | None,
+    epoch: int,
+    *,
+    voter_id: int,
+    directory: Uuid,
+    what: str,
+) -> ReplicaKey | tuple[Errors, str | None]:
+    """The checks every Add/Remove/UpdateRaftVoter starts with, in Kafka's order: cluster id,
+    leader of `epoch`, a voter key with a directory id. The key, or the error to answer."""
+    if not has_valid_cluster_id(node, cluster_id):
+        return Errors.INCONSISTENT_CLUSTER_ID, f"cluster id {cluster_id!r} is not ours"
+    error = validate_leader_only_request(node, epoch)
+    if error != Errors.NONE:
+        return error, None
+    key = replica_key(voter_id, directory)
+    if voter_id < 0 or key.directory_id is None:
+        return Errors.INVALID_REQUEST, f"{what} request didn't include a valid voter"
+    return key
 
 
 def change_blocked(node: RaftNode, doing: str) -> tuple[Errors, str] | None:
