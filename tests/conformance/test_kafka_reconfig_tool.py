@@ -15,7 +15,7 @@ import pytest
 from metaquorum.storage.meta_properties import read_meta_properties
 
 from tests.conformance.conftest import run_kafka_class
-from tests.integration.quorum_fixture import running_quorum, wait_for
+from tests.integration.quorum_fixture import running_quorum, wait_for_hw_everywhere
 
 pytestmark = pytest.mark.conformance
 
@@ -32,11 +32,7 @@ def test_kafka_tool_adds_and_removes_controllers_of_our_quorum(
 ) -> None:
     with running_quorum(tmp_path, voters=3, observers=1, dynamic=True) as q:
         leader, _ = q.wait_for_leader(30)
-        wait_for(
-            lambda: all((s or {}).get("high_watermark", -1) >= 3 for s in q.statuses().values()),
-            20,
-            "every replica, the future controller too, to catch up",
-        )
+        wait_for_hw_everywhere(q, 3, 20)
         boot = ",".join(f"127.0.0.1:{q.nodes[i].port}" for i in (1, 2, 3))
         meta = read_meta_properties(q.nodes[4].directory)
         assert meta is not None and meta.directory_id is not None

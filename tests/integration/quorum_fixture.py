@@ -28,6 +28,15 @@ def wait_for(cond: object, timeout_s: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
+def wait_for_hw_everywhere(q: LocalQuorum, hw: int, timeout_s: float = 20.0) -> None:
+    """Until every node's /status reports a high watermark of at least `hw`."""
+    wait_for(
+        lambda: all((s or {}).get("high_watermark", -1) >= hw for s in q.statuses().values()),
+        timeout_s,
+        f"HW >= {hw} on every node",
+    )
+
+
 @contextmanager
 def running_quorum(
     base: Path,

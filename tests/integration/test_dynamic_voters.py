@@ -25,7 +25,7 @@ from metaquorum.protocol.messages import (
 from metaquorum.protocol.types import Uuid
 from metaquorum.storage.meta_properties import read_meta_properties
 
-from tests.integration.quorum_fixture import running_quorum, wait_for
+from tests.integration.quorum_fixture import running_quorum, wait_for, wait_for_hw_everywhere
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -47,11 +47,7 @@ def _describe() -> DescribeQuorumRequestData:
 def test_add_then_remove_a_voter_on_running_nodes(tmp_path: Path) -> None:
     with running_quorum(tmp_path, voters=3, observers=1, dynamic=True) as q:
         leader, _ = q.wait_for_leader(30)
-        wait_for(
-            lambda: all((s or {}).get("high_watermark", -1) >= 3 for s in q.statuses().values()),
-            20,
-            "every replica, the observer too, to catch up",
-        )
+        wait_for_hw_everywhere(q, 3, 20)
         meta = read_meta_properties(q.nodes[4].directory)
         assert meta is not None and meta.directory_id is not None
         four = q.nodes[4]
@@ -109,11 +105,7 @@ def test_our_cli_adds_and_removes_controllers(tmp_path: Path) -> None:
 
     with running_quorum(tmp_path, voters=3, observers=1, dynamic=True) as q:
         leader, _ = q.wait_for_leader(30)
-        wait_for(
-            lambda: all((s or {}).get("high_watermark", -1) >= 3 for s in q.statuses().values()),
-            20,
-            "every replica to catch up",
-        )
+        wait_for_hw_everywhere(q, 3, 20)
         boot = ",".join(q.nodes[i].address for i in (1, 2, 3))
         meta = read_meta_properties(q.nodes[4].directory)
         assert meta is not None

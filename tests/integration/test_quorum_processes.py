@@ -17,7 +17,13 @@ from metaquorum.protocol.messages import VotersRecord
 from metaquorum.protocol.records import iter_batches
 from metaquorum.runtime.local_quorum import LocalQuorum
 
-from tests.integration.quorum_fixture import FAST, our_cli, running_quorum, wait_for
+from tests.integration.quorum_fixture import (
+    FAST,
+    our_cli,
+    running_quorum,
+    wait_for,
+    wait_for_hw_everywhere,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -39,11 +45,7 @@ def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
             "leader" if n == leader else "follower" for n in sorted(sts)
         ]
         # The LeaderChange record of the epoch commits and reaches every replica.
-        wait_for(
-            lambda: all((s or {}).get("high_watermark", -1) >= 1 for s in q.statuses().values()),
-            10,
-            "HW >= 1 everywhere",
-        )
+        wait_for_hw_everywhere(q, 1, 10)
         # HTTP: /healthz, /readyz (leader known, caught up) and Kafka's raft-metrics names.
         import urllib.request
 
@@ -71,11 +73,7 @@ def test_quorum_formatted_with_initial_controllers_runs_from_its_bootstrap_check
         for node in q.nodes.values():
             assert "controller.quorum.voters" not in node.config_path.read_text()
         leader, _ = q.wait_for_leader(30)
-        wait_for(
-            lambda: all((s or {}).get("high_watermark", -1) >= 1 for s in q.statuses().values()),
-            10,
-            "HW >= 1 everywhere",
-        )
+        wait_for_hw_everywhere(q, 1, 10)
         r = our_cli(
             "quorum", "--bootstrap-controller", q.nodes[leader].address, "describe", "--status"
         )

@@ -231,10 +231,20 @@ def build_fetch_response(
     )
 
 
+def is_voter_fetch(node: RaftNode, replica_id: int, p: FetchRequestData.FetchPartition) -> bool:
+    """Is the fetcher a voter by its key (KIP-853)? Decided once per request: a voter's id
+    with another directory id (a wiped disk) is an observer's fetch."""
+    return node.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
+
+
 def try_complete_fetch_request(
-    node: RaftNode, replica_id: int, p: FetchRequestData.FetchPartition
+    node: RaftNode,
+    replica_id: int,
+    p: FetchRequestData.FetchPartition,
+    voter: bool,
 ) -> tuple[FetchResponseData, tuple[LogEntry, ...], bool]:
-    """Kafka's `tryCompleteFetchRequest`: (response, records, diverged)."""
+    """Kafka's `tryCompleteFetchRequest`: (response, records, diverged). `voter`: the fetcher
+    is a voter by its key (`is_voter_fetch`)."""
     error = validate_leader_only_request(node, p.current_leader_epoch)
     if error != Errors.NONE:
         return build_fetch_response(node, error), (), False
@@ -248,11 +258,8 @@ def try_complete_fetch_request(
     entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
     if replica_id >= 0:
         # Kafka's `updateReplicaState`: only a validated fetch counts, for the HW and for
-        # check-quorum; caught-up is measured against the leader's *flushed* end offset. A
-        # replica is a voter by its key (KIP-853): a voter's id with another directory id
-        # is an observer.
+        # check-quorum; caught-up is measured against the leader's *flushed* end offset.
         key = replica_key(replica_id, p.replica_directory_id)
-        voter = node.voters.is_voter(key)
         if leader.data.progress.update_replica(
             replica_id,
             p.fetch_offset,
@@ -294,20 +301,17 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
         respond(build_fetch_response(node, Errors.INVALID_REQUEST))
         return
     replica_id = _replica_id(request)
+    voter = is_voter_fetch(node, replica_id, p)
     leader = node.state
-    if (
-        isinstance(leader, LeaderState)
-        and p.current_leader_epoch == node.epoch
-        and node.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
-    ):
+    if voter and isinstance(leader, LeaderState) and p.current_leader_epoch == node.epoch:
         leader.data.progress.fetch_arrived(replica_id)
-    response, entries, diverged = try_complete_fetch_request(node, replica_id, p)
+    response, entries, diverged = try_complete_fetch_request(node, replica_id, p, voter)
     part = response.responses[0].partitions[0]
     hw = node.high_watermark
     follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark
     hw_stale = hw is not None and follower_hw is not None and follower_hw < hw
     if part.error_code != 0 or entries or request.max_wait_ms == 0 or diverged or hw_stale:
-        _note_response_sent(node, replica_id, p, response)
+        _note_response_sent(node, replica_id, voter, response)
         respond(response, entries)
     else:
         parked = ParkedFetch(
@@ -329,30 +333,27 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
 
 def complete_parked_fetch(node: RaftNode, parked: ParkedFetch[ParkedRequest]) -> None:
     source, correlation_id, request = parked.request
+    p = request.topics[0].partitions[0]
+    voter = is_voter_fetch(node, parked.replica_id, p)
     if isinstance(node.state, LeaderState):
-        response, entries, _ = try_complete_fetch_request(
-            node, parked.replica_id, request.topics[0].partitions[0]
-        )
+        response, entries, _ = try_complete_fetch_request(node, parked.replica_id, p, voter)
     else:
         response, entries = build_fetch_response(node, Errors.NOT_LEADER_OR_FOLLOWER), ()
         if node.epoch > request.topics[0].partitions[0].current_leader_epoch:
             response = build_fetch_response(node, Errors.FENCED_LEADER_EPOCH)
-    _note_response_sent(node, parked.replica_id, request.topics[0].partitions[0], response)
+    _note_response_sent(node, parked.replica_id, voter, response)
     node.emit(SendResponse(source, correlation_id, response, entries))
 
 
 def _note_response_sent(
-    node: RaftNode,
-    replica_id: int,
-    p: FetchRequestData.FetchPartition,
-    response: FetchResponseData,
+    node: RaftNode, replica_id: int, voter: bool, response: FetchResponseData
 ) -> None:
     """A successful response to a voter (by key): the read lease's send time."""
     st = node.state
     if (
-        isinstance(st, LeaderState)
+        voter
+        and isinstance(st, LeaderState)
         and response.responses[0].partitions[0].error_code == 0
-        and node.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
     ):
         st.data.progress.response_sent(replica_id, node.now_ms)
 

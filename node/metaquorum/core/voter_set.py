@@ -93,21 +93,6 @@ class VoterSet:
             for v in record.voters
         )
 
-    @classmethod
-    def parse_quorum_voters(cls, value: str, listener: str = "CONTROLLER") -> VoterSet:
-        """`controller.quorum.voters` = `{id}@{host}:{port},...`, endpoints on `listener`."""
-        voters: dict[int, tuple[str, int]] = {}
-        for item in value.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            node, sep, address = item.partition("@")
-            host, colon, port = address.rpartition(":")
-            if not sep or not node.isdigit() or not colon or not port.isdigit():
-                raise ValueError(f"bad controller.quorum.voters entry {item!r}: want id@host:port")
-            voters[int(node)] = (host.strip("[]"), int(port))
-        return cls.from_endpoints(listener, voters)
-
     def __contains__(self, node_id: object) -> bool:
         return node_id in self.voter_ids
 

@@ -69,10 +69,6 @@ def startup_membership(
     )
 
 
-def startup_voter_set(config: NodeConfig, storage: ReplicaStorage) -> VoterSet:
-    return startup_membership(config, storage).voters
-
-
 def local_endpoints(config: NodeConfig) -> tuple[ListenerEndpoint, ...]:
     """This node's endpoints on its controller listeners (its entry in a VotersRecord)."""
     return tuple(

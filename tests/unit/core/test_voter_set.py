@@ -53,15 +53,14 @@ def test_is_voter_follows_kafkas_rule() -> None:
     assert not vs.is_voter(ReplicaKey(3))
 
 
-def test_static_voters_parse_with_endpoints() -> None:
-    vs = VoterSet.parse_quorum_voters("1@a:9093, 2@[::1]:9094", listener="CTRL")
+def test_static_voters_have_endpoints_and_no_directory_ids() -> None:
+    vs = VoterSet.from_endpoints("CTRL", {1: ("a", 9093), 2: ("::1", 9094)})
     assert vs.endpoints("CTRL") == {
         1: ListenerEndpoint("CTRL", "a", 9093),
         2: ListenerEndpoint("CTRL", "::1", 9094),
     }
     assert all(n.key.directory_id is None for n in vs.nodes)
-    with pytest.raises(ValueError, match="id@host:port"):
-        VoterSet.parse_quorum_voters("1@a")
+    assert vs.is_voter(ReplicaKey(2, "any directory"))  # a static set matches by id
 
 
 def test_nodes_must_match_ids_and_be_unique() -> None:

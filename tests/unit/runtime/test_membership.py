@@ -14,7 +14,7 @@ from metaquorum.net.endpoint import ConfigError, Endpoint
 from metaquorum.protocol.messages import VoteRequestData
 from metaquorum.protocol.types import Uuid
 from metaquorum.runtime.config import config_from_properties
-from metaquorum.runtime.membership import startup_voter_set, voter_endpoints
+from metaquorum.runtime.membership import startup_membership, voter_endpoints
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.storage.formatter import DynamicVoter, ServerConfig, format_storage
 from metaquorum.storage.log import LogConfig
@@ -46,8 +46,9 @@ def test_startup_voters_come_from_the_bootstrap_checkpoint(tmp_path: Path) -> No
     controllers = [DynamicVoter(i + 1, "127.0.0.1", 9001 + i, dirs[i]) for i in range(3)]
     _format(tmp_path, props, initial_controllers=controllers)
     storage = open_replica_storage(tmp_path / "meta", node_id=1, config=LogConfig(fsync=False))
-    voters = startup_voter_set(config_from_properties(props), storage)
-    assert voters.sorted_ids() == [1, 2, 3]
+    membership = startup_membership(config_from_properties(props), storage)
+    voters = membership.voters
+    assert voters.sorted_ids() == [1, 2, 3] and membership.kraft_version == 1
     assert voters.is_voter(ReplicaKey(2, str(dirs[1])))
     assert not voters.is_voter(ReplicaKey(2, str(Uuid.random())))
     assert voter_endpoints(voters, "CONTROLLER") == {
@@ -61,14 +62,16 @@ def test_startup_voters_from_static_config_and_the_error_without_either(tmp_path
     static = _props(tmp_path, {"controller.quorum.voters": "1@127.0.0.1:9001,2@h:9002"})
     _format(tmp_path, static)
     storage = open_replica_storage(tmp_path / "meta", node_id=1, config=LogConfig(fsync=False))
-    voters = startup_voter_set(config_from_properties(static), storage)
+    membership = startup_membership(config_from_properties(static), storage)
+    voters = membership.voters
+    assert membership.kraft_version == 0
     assert voter_endpoints(voters, "CONTROLLER") == {
         1: Endpoint("127.0.0.1", 9001),
         2: Endpoint("h", 9002),
     }
     dynamic = _props(tmp_path, {"controller.quorum.bootstrap.servers": "127.0.0.1:9001"})
     with pytest.raises(ConfigError, match=r"no voter set: .* format with --standalone"):
-        startup_voter_set(config_from_properties(dynamic), storage)
+        startup_membership(config_from_properties(dynamic), storage)
 
 
 def test_config_needs_voters_or_bootstrap_servers(tmp_path: Path) -> None:
