@@ -42,19 +42,20 @@ def test_template_renders_the_operator_objects(cluster: Cluster) -> None:
             assert rule["resources"] == ["pods"]
 
 
-def test_values_select_namespace_and_node_command(cluster: Cluster) -> None:
+def test_values_select_namespace_and_catch_up(cluster: Cluster) -> None:
     docs = render(
         cluster,
         "--set",
         "operator.watchNamespace=team-a",
-        "--set-json",
-        'operator.nodeCommand=["python3","x.py"]',
+        "--set",
+        "operator.catchUp.holdMs=500",
     )
     dep = next(d for d in docs if d["kind"] == "Deployment")
     (c,) = dep["spec"]["template"]["spec"]["containers"]
     assert "--namespace=team-a" in c["command"] and "--all-namespaces" not in c["command"]
     env = {e["name"]: e.get("value") for e in c["env"]}
-    assert env["METAQUORUM_NODE_COMMAND"] == '["python3","x.py"]'
+    assert env["METAQUORUM_CATCH_UP_HOLD_MS"] == "500"
+    assert env["METAQUORUM_CATCH_UP_MAX_LAG_RECORDS"] == "100"
 
 
 def test_values_schema_refuses_typos(cluster: Cluster) -> None:

@@ -21,12 +21,12 @@ import json
 from typing import Any
 
 from metaquorum_operator.model import (
+    CLUSTER_DOMAIN,
     CONFIG_DIR,
     CONFIG_FILE,
     DATA_DIR,
     TLS_DIR,
     Names,
-    OperatorConfig,
     Owner,
     QuorumSpec,
 )
@@ -34,14 +34,44 @@ from metaquorum_operator.model import (
 SPEC_HASH = "metaquorum.dev/spec-hash"
 CONFIG_HASH = "metaquorum.dev/config-hash"
 BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
-VOTERS = "controller.quorum.voters"
-# The real node's start (static quorum): format the volume on first start (a no-op later), then
-# run the server; "$@" is the container's args (--config <file>). The node's METAQUORUM_<KEY>
-# env overrides apply to both commands.
-START_SCRIPT = (
-    'metaquorum storage format "$@" --cluster-id "$CLUSTER_ID" --ignore-formatted'
-    ' && exec metaquorum server start "$@"'
-)
+AUTO_JOIN = "controller.quorum.auto.join.enable"
+# ConfigMap keys besides server.properties, read by the format init container.
+BOOTSTRAP_KEY = "bootstrap"  # "standalone" until the quorum has had a leader, then "join"
+TOMBSTONES_KEY = "removed-directory-ids"  # one replaced directory id per line
+REFUSED_EXIT = 3
+REFUSED_PREFIX = "metaquorum-refused: "
+# The format init container (KIP-853 bootstrap). "$@" is its args (--config <file>); the node's
+# METAQUORUM_<KEY> env overrides apply. A formatted volume is checked, never reformatted: it must
+# hold this cluster, this node id and a directory id that was not replaced; else the container
+# exits REFUSED_EXIT with one line (also the termination message) and the pod does not start.
+# An empty volume formats --standalone on pod 0 of a new quorum, else --no-initial-controllers
+# (the member joins as an observer and the operator adds it).
+FORMAT_SCRIPT = f"""set -u
+cfg={CONFIG_DIR}
+meta="$METAQUORUM_METADATA_LOG_DIR/meta.properties"
+fix="delete this pod's PVC (and the pod) to start it empty"
+refuse() {{
+  echo "{REFUSED_PREFIX}$*"; echo "{REFUSED_PREFIX}$*" >/dev/termination-log 2>/dev/null
+  exit {REFUSED_EXIT}
+}}
+if [ -f "$meta" ]; then
+  cid=$(sed -n 's/^cluster[.]id=//p' "$meta")
+  nid=$(sed -n 's/^node[.]id=//p' "$meta")
+  did=$(sed -n 's/^directory[.]id=//p' "$meta")
+  [ "$cid" = "$CLUSTER_ID" ] || refuse "the volume holds cluster $cid, not $CLUSTER_ID: $fix"
+  [ "$nid" = "$METAQUORUM_NODE_ID" ] || refuse "the volume holds node $nid, not this one: $fix"
+  if [ -n "$did" ] && grep -qxF "$did" "$cfg/{TOMBSTONES_KEY}" 2>/dev/null; then
+    refuse "directory $did was replaced in the quorum and may not rejoin: $fix"
+  fi
+  echo "volume formatted for cluster $cid, node $nid, directory $did"
+  exit 0
+fi
+mode=--no-initial-controllers
+if [ "$METAQUORUM_NODE_ID" = 0 ] && [ "$(cat "$cfg/{BOOTSTRAP_KEY}")" = standalone ]; then
+  mode=--standalone
+fi
+exec metaquorum storage format "$@" --cluster-id "$CLUSTER_ID" $mode
+"""
 # Set by the StatefulSet controller on each pod (GA in Kubernetes 1.32): the pod's ordinal.
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 METADATA_LOG_DIR = f"{DATA_DIR}/data"
@@ -65,30 +95,26 @@ def _stamp(obj: dict[str, Any], hashed: Any) -> dict[str, Any]:
     return obj
 
 
-def static_voters(names: Names, port: int, voters: int) -> str:
-    """`controller.quorum.voters`: `id@host:port` for pods 0..voters-1 (node.id = ordinal)."""
-    return ",".join(f"{i}@{names.pod_fqdn(i)}:{port}" for i in range(voters))
+def bootstrap_servers(spec: QuorumSpec, names: Names) -> str:
+    """`controller.quorum.bootstrap.servers`: the stable names of pods 0..replicas-1."""
+    return ",".join(f"{names.pod_fqdn(i)}:{spec.controller_port}" for i in range(spec.replicas))
 
 
-def node_properties(spec: QuorumSpec, names: Names, voters: int | None = None) -> dict[str, str]:
-    """The node configuration shared by all pods, with Kafka's names. With `voters` (a static
-    quorum of that many pods) `controller.quorum.voters`; without, the discovery list
-    `controller.quorum.bootstrap.servers` of spec.replicas pods. The per-pod keys (node.id,
-    the listeners' pod IP) and metadata.log.dir come from the container's env (`_container`),
-    as the node's METAQUORUM_<KEY> overrides (docs/operator.md)."""
+def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
+    """The node configuration shared by all pods, with Kafka's names: a dynamic quorum (KIP-853)
+    found through `controller.quorum.bootstrap.servers`; auto-join off, as the operator adds
+    and removes voters itself (docs/operator.md says why). The per-pod keys (node.id, the
+    listeners) and metadata.log.dir come from the container's env (`_env`), as the node's
+    METAQUORUM_<KEY> overrides."""
     protocol = "SSL" if spec.tls_enabled else "PLAINTEXT"
     props = {
         "process.roles": "controller",
         "controller.listener.names": "CONTROLLER",
         "listeners": f"CONTROLLER://:{spec.controller_port}",
         "listener.security.protocol.map": f"CONTROLLER:{protocol}",
+        BOOTSTRAP_SERVERS: bootstrap_servers(spec, names),
+        AUTO_JOIN: "false",
     }
-    if voters is not None:
-        props[VOTERS] = static_voters(names, spec.controller_port, voters)
-    else:
-        props[BOOTSTRAP_SERVERS] = ",".join(
-            f"{names.pod_fqdn(i)}:{spec.controller_port}" for i in range(spec.replicas)
-        )
     if spec.tls_enabled:
         props.update(
             {
@@ -102,8 +128,8 @@ def node_properties(spec: QuorumSpec, names: Names, voters: int | None = None) -
     return props
 
 
-def server_properties(spec: QuorumSpec, names: Names, voters: int | None = None) -> str:
-    props = node_properties(spec, names, voters)
+def server_properties(spec: QuorumSpec, names: Names) -> str:
+    props = node_properties(spec, names)
     lines = [f"{k}={props[k]}" for k in sorted(props)]
     return (
         "# generated by the metaquorum operator; edit spec.config instead\n"
@@ -112,21 +138,27 @@ def server_properties(spec: QuorumSpec, names: Names, voters: int | None = None)
     )
 
 
-def restart_relevant_config(
-    spec: QuorumSpec, names: Names, voters: int | None = None
-) -> dict[str, str]:
+def restart_relevant_config(spec: QuorumSpec, names: Names) -> dict[str, str]:
     """The configuration whose change needs a pod restart. The bootstrap servers list follows
-    spec.replicas but only serves discovery (KIP-853), so scaling rolls no pod; static voters
-    are part of it (every member must agree on them)."""
-    props = node_properties(spec, names, voters)
+    spec.replicas but only serves discovery (KIP-853), so scaling rolls no pod."""
+    props = node_properties(spec, names)
     props.pop(BOOTSTRAP_SERVERS, None)
     return props
 
 
 def configmap(
-    spec: QuorumSpec, names: Names, owner: Owner, voters: int | None = None
+    spec: QuorumSpec,
+    names: Names,
+    owner: Owner,
+    *,
+    formed: bool = False,
+    tombstones: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    data = {CONFIG_FILE: server_properties(spec, names, voters)}
+    data = {
+        CONFIG_FILE: server_properties(spec, names),
+        BOOTSTRAP_KEY: "join" if formed else "standalone",
+        TOMBSTONES_KEY: "".join(f"{d}\n" for d in sorted(tombstones)),
+    }
     obj = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -186,44 +218,71 @@ def pod_disruption_budget(spec: QuorumSpec, names: Names, owner: Owner) -> dict[
     return _stamp(obj, pdb_spec)
 
 
-def _command(spec: QuorumSpec, op: OperatorConfig) -> list[str]:
-    if op.static_quorum:
-        return ["sh", "-c", START_SCRIPT, "metaquorum-node"]
-    return list(op.node_command)
+def _env(spec: QuorumSpec, names: Names) -> list[dict[str, Any]]:
+    """Env of both containers: the pod's identity and the per-pod node properties, as the
+    node's METAQUORUM_<KEY> overrides."""
 
-
-def _container(spec: QuorumSpec, op: OperatorConfig) -> dict[str, Any]:
     def field_env(name: str, path: str) -> dict[str, Any]:
         return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
-    mounts = [
+    stable = f"$(POD_NAME).{names.headless_service}.{names.namespace}.svc.{CLUSTER_DOMAIN}"
+    env: list[dict[str, Any]] = [
+        field_env("POD_NAME", "metadata.name"),
+        field_env("POD_NAMESPACE", "metadata.namespace"),
+        field_env("POD_IP", "status.podIP"),
+        # node.id is the StatefulSet ordinal; listeners bind to the pod IP; the advertised
+        # listener (the voter endpoint --standalone writes) is the pod's stable name.
+        field_env("METAQUORUM_NODE_ID", f"metadata.labels['{POD_INDEX_LABEL}']"),
+        {"name": "METAQUORUM_LISTENERS", "value": f"CONTROLLER://$(POD_IP):{spec.controller_port}"},
+        {
+            "name": "METAQUORUM_ADVERTISED_LISTENERS",
+            "value": f"CONTROLLER://{stable}:{spec.controller_port}",
+        },
+        {"name": "METAQUORUM_METAQUORUM_HTTP_LISTENER", "value": f"$(POD_IP):{spec.http_port}"},
+        # A path as env, not in the file: paths are not rewritten inside files where no
+        # mount namespace exists (the e2e stand-in), and env overrides the file anyway.
+        {"name": "METAQUORUM_METADATA_LOG_DIR", "value": METADATA_LOG_DIR},
+        # Not a METAQUORUM_<KEY> override: only `storage format --cluster-id` reads it.
+        {"name": "CLUSTER_ID", "value": spec.cluster_id or ""},
+    ]
+    return env
+
+
+def _mounts(spec: QuorumSpec) -> list[dict[str, Any]]:
+    mounts: list[dict[str, Any]] = [
         {"name": "data", "mountPath": DATA_DIR},
         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
     ]
     if spec.tls_enabled:
         mounts.append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
+    return mounts
+
+
+def format_container(spec: QuorumSpec, names: Names) -> dict[str, Any]:
+    """The init container that formats an empty volume (FORMAT_SCRIPT)."""
+    c: dict[str, Any] = {
+        "name": "format",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["sh", "-c", FORMAT_SCRIPT, "metaquorum-format"],
+        "args": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE}"],
+        "env": _env(spec, names),
+        "volumeMounts": _mounts(spec),
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    if spec.resources:
+        c["resources"] = {k: dict(v) for k, v in spec.resources.items()}
+    return c
+
+
+def node_container(spec: QuorumSpec, names: Names) -> dict[str, Any]:
     c: dict[str, Any] = {
         "name": "node",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": _command(spec, op),
+        "command": ["metaquorum", "server", "start"],
         "args": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE}"],
-        "env": [
-            field_env("POD_NAME", "metadata.name"),
-            field_env("POD_NAMESPACE", "metadata.namespace"),
-            field_env("POD_IP", "status.podIP"),
-            # Per-pod node properties, as the node's METAQUORUM_<KEY> env overrides:
-            # node.id is the StatefulSet ordinal; listeners bind to the pod IP.
-            field_env("METAQUORUM_NODE_ID", f"metadata.labels['{POD_INDEX_LABEL}']"),
-            {
-                "name": "METAQUORUM_LISTENERS",
-                "value": f"CONTROLLER://$(POD_IP):{spec.controller_port}",
-            },
-            {"name": "METAQUORUM_METAQUORUM_HTTP_LISTENER", "value": f"$(POD_IP):{spec.http_port}"},
-            # A path as env, not in the file: paths are not rewritten inside files where no
-            # mount namespace exists (the e2e stand-in), and env overrides the file anyway.
-            {"name": "METAQUORUM_METADATA_LOG_DIR", "value": METADATA_LOG_DIR},
-        ],
+        "env": _env(spec, names),
         "ports": [
             {"name": "controller", "containerPort": spec.controller_port},
             {"name": "http", "containerPort": spec.http_port},
@@ -239,25 +298,14 @@ def _container(spec: QuorumSpec, op: OperatorConfig) -> dict[str, Any]:
             "failureThreshold": 6,
             "initialDelaySeconds": 10,
         },
-        "volumeMounts": mounts,
+        "volumeMounts": _mounts(spec),
     }
-    if op.static_quorum:
-        # Not a METAQUORUM_<KEY> override: only `storage format --cluster-id` reads it.
-        c["env"].append({"name": "CLUSTER_ID", "value": spec.cluster_id or ""})
     if spec.resources:
         c["resources"] = {k: dict(v) for k, v in spec.resources.items()}
     return c
 
 
-def statefulset(
-    spec: QuorumSpec,
-    names: Names,
-    owner: Owner,
-    op: OperatorConfig,
-    replicas: int,
-    *,
-    voters: int | None = None,
-) -> dict[str, Any]:
+def statefulset(spec: QuorumSpec, names: Names, owner: Owner, replicas: int) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": names.configmap}}]
     if spec.tls_enabled:
         volumes.append({"name": "tls", "secret": {"secretName": spec.tls_secret_name}})
@@ -270,10 +318,11 @@ def statefulset(
     template = {
         "metadata": {
             "labels": names.labels(),
-            "annotations": {CONFIG_HASH: digest(restart_relevant_config(spec, names, voters))},
+            "annotations": {CONFIG_HASH: digest(restart_relevant_config(spec, names))},
         },
         "spec": {
-            "containers": [_container(spec, op)],
+            "initContainers": [format_container(spec, names)],
+            "containers": [node_container(spec, names)],
             "volumes": volumes,
             "enableServiceLinks": False,
             "terminationGracePeriodSeconds": 30,
@@ -288,7 +337,7 @@ def statefulset(
         "selector": {"matchLabels": names.selector_labels()},
         "persistentVolumeClaimRetentionPolicy": {
             "whenDeleted": "Delete" if spec.delete_claims_on_delete else "Retain",
-            "whenScaled": "Retain",
+            "whenScaled": "Delete" if spec.delete_claims_on_scale_down else "Retain",
         },
         "template": template,
         "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],

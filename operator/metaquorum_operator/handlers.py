@@ -2,15 +2,17 @@
 
 Role: wire the pure planner to the cluster. One kopf timer per MetadataQuorum (every
 RECONCILE_INTERVAL seconds, and at once when the object appears or the operator starts) runs
-`reconcile`: describe the quorum (observe.py: DescribeQuorum through metaquorum.admin, in the
-timer's worker thread, bounded by a few seconds), observe -> plan -> execute one action ->
-observe again, up to MAX_STEPS actions, then write the status computed from the last
-observation. With the real node (quorum mode "static") a cluster id is generated once and kept
-in spec.clusterId before any pod formats its volume; a Refused plan posts one Warning Event when
-the Ready condition turns to its reason. Every action the operator takes is posted
-as a Kubernetes Event on the MetadataQuorum. Deletion is plain garbage collection through the
-controller ownerReferences (PVCs too when spec.storage.deleteClaimsOnDelete); kopf's finalizer
-only stops the timer first.
+`reconcile`: observe the objects (kube.py) and the quorum (observe.py: DescribeQuorum through
+metaquorum.admin, in the timer's worker thread, bounded by a few seconds) -> plan -> execute one
+action -> observe both again, up to MAX_STEPS actions, then write the status computed from the
+last observation. A cluster id is generated once and kept in spec.clusterId before any pod
+formats its volume. Voter changes (AddRaftVoter / RemoveRaftVoter) are recorded as the pending
+change before they are sent and cleared when the leader answers (it answers once the change is
+committed); the pending change is written to status.pendingOperation, so an operator restarted
+mid-change resumes it (progress_from_status). Every action is posted as a Kubernetes Event on
+the MetadataQuorum; a Refused plan posts one Warning when Degraded turns to its reason.
+Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
+spec.storage.deleteClaimsOnDelete); kopf's finalizer only stops the timer first.
 
 Run: `kopf run --standalone --all-namespaces -m metaquorum_operator.handlers` (the chart's
 Deployment does this). Invariants: kopf's own bookkeeping goes to annotations, never status (the
@@ -23,14 +25,17 @@ import dataclasses
 import datetime
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import kopf
 from kubernetes import client, config
+from metaquorum.admin.client import AdminError
 
 from metaquorum_operator import observe, planner
 from metaquorum_operator.kube import Kube
+from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
     GROUP,
     PLURAL,
@@ -41,6 +46,7 @@ from metaquorum_operator.model import (
     QuorumSpec,
     new_cluster_id,
 )
+from metaquorum_operator.observed import Observed, VoterKey
 from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
@@ -75,6 +81,10 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 @kopf.timer(GROUP, VERSION, PLURAL, interval=RECONCILE_INTERVAL, initial_delay=0.0)
 def reconcile(
     body: kopf.Body,
@@ -88,11 +98,8 @@ def reconcile(
         return
     kube = Kube(_api())
     names = Names(name=str(meta["name"]), namespace=str(meta["namespace"]))
-    operator = (_state.get("operator") or OperatorConfig.from_env()).for_resource(
-        dict(meta.get("annotations") or {})
-    )
     quorum_spec = QuorumSpec.from_spec(dict(spec))
-    if operator.static_quorum and not quorum_spec.cluster_id:
+    if not quorum_spec.cluster_id:
         # Generated once, before any pod formats its volume, and kept in the spec.
         cluster_id = new_cluster_id()
         kube.set_cluster_id(names, cluster_id)
@@ -102,84 +109,154 @@ def reconcile(
         spec=quorum_spec,
         names=names,
         owner=Owner(name=names.name, uid=str(meta["uid"])),
-        operator=operator,
+        operator=_state.get("operator") or OperatorConfig.from_env(),
     )
-    observation = observe_quorum(kube, desired)
-    quorum = observation.quorum
+    memory: dict[tuple[str, str], Progress] = _state.setdefault("progress", {})
+    key = (names.namespace, names.name)
+    progress = memory.get(key) or progress_from_status(dict(status))
 
     def done(action: planner.Action) -> None:
         _post(body, action)
         logger.info("%s", _describe(action))
 
+    def failed(action: planner.Action, error: str) -> None:
+        kopf.warn(body, reason="VoterChangeFailed", message=f"{_describe(action)}: {error}")
+
     try:
-        action, observed = run_steps(kube, desired, quorum, done)
+        run = run_steps(
+            kube, AdminQuorum(), desired, progress, on_action=done, on_failure=failed, clock=_now_ms
+        )
     except planner.NotOwned as e:
         kopf.warn(body, reason="NotOwned", message=str(e))
         raise kopf.TemporaryError(str(e), delay=30) from e
+    memory[key] = run.progress
     generation = int(meta.get("generation") or 0)
     new = compute_status(
         desired.spec,
         names,
         generation=generation,
-        observed=observed,
-        quorum=quorum,
-        action=action,
+        observed=run.observed,
+        quorum=run.observation.quorum,
+        action=run.action,
         now=_now(),
         previous=dict(status),
-        quorum_error=observation.error or None,
+        quorum_error=run.observation.error or None,
         cluster_id=quorum_spec.cluster_id,
+        progress=run.progress,
+        settings=desired.operator.catch_up,
     )
-    if isinstance(action, planner.Refused) and _ready_reason(status) != REFUSED_REASON:
-        kopf.warn(body, reason=REFUSED_REASON, message=action.reason)
+    if isinstance(run.action, planner.Refused) and _degraded_reason(status) != REFUSED_REASON:
+        kopf.warn(body, reason=REFUSED_REASON, message=run.action.reason)
     if differs(new, dict(status)):
         kube.write_status(names, new)
 
 
-def observe_quorum(kube: Cluster, desired: planner.Desired) -> observe.Observation:
-    """DescribeQuorum through the admin client, in this worker thread, bounded by
-    observe.DESCRIBE_TIMEOUT_S; nothing to describe before the StatefulSet has a member."""
-    if not desired.operator.static_quorum:
-        return observe.Observation(None)
-    sts = kube.observe(desired.names).statefulset
-    if sts is None or sts.replicas == 0:
-        return observe.Observation(None)
-    port = desired.spec.controller_port
-    return observe.describe(observe.bootstrap_servers(desired.names, port, sts.replicas))
-
-
-def _ready_reason(status: kopf.Status) -> str | None:
+def _degraded_reason(status: kopf.Status) -> str | None:
     for c in status.get("conditions") or []:
-        if c.get("type") == "Ready":
+        if c.get("type") == "Degraded" and c.get("status") == "True":
             return str(c.get("reason"))
     return None
 
 
 class Cluster(Protocol):
-    """What the step loop needs from the cluster (kube.Kube; a model in the unit tests)."""
+    """What the step loop needs from Kubernetes (kube.Kube; a model in the unit tests)."""
 
-    def observe(self, names: Names) -> planner.Observed: ...
+    def observe(self, names: Names) -> Observed: ...
 
     def execute(self, action: planner.Action, names: Names) -> None: ...
 
 
+class Quorum(Protocol):
+    """What the step loop needs from the quorum (AdminQuorum; a model in the unit tests)."""
+
+    def describe(self, desired: planner.Desired, observed: Observed) -> observe.Observation: ...
+
+    def change(
+        self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
+    ) -> None: ...
+
+
+class AdminQuorum:
+    """The live quorum through metaquorum.admin, on the pods' stable names."""
+
+    def describe(self, desired: planner.Desired, observed: Observed) -> observe.Observation:
+        """DescribeQuorum in this worker thread, bounded by observe.DESCRIBE_TIMEOUT_S;
+        nothing to describe before the StatefulSet has a member."""
+        sts = observed.statefulset
+        if sts is None or sts.replicas == 0:
+            return observe.Observation(None)
+        port = desired.spec.controller_port
+        return observe.describe(observe.bootstrap_servers(desired.names, port, sts.replicas))
+
+    def change(
+        self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
+    ) -> None:
+        port = desired.spec.controller_port
+        members = max(desired.spec.replicas, action.key.id + 1)
+        bootstrap = observe.bootstrap_servers(desired.names, port, members)
+        observe.change(action, bootstrap, desired.names, port)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Run:
+    action: planner.Action
+    observed: Observed
+    observation: observe.Observation
+    progress: Progress
+
+
 def run_steps(
     kube: Cluster,
+    quorum: Quorum,
     desired: planner.Desired,
-    quorum: planner.ObservedQuorum | None,
+    progress: Progress,
+    *,
     on_action: Callable[[planner.Action], None],
-) -> tuple[planner.Action, planner.Observed]:
-    """Observe, plan, execute one action, observe again: until the planner waits or is
-    converged, at most MAX_STEPS actions. Returns the last plan and the last observation."""
-    observed = kube.observe(desired.names)
+    on_failure: Callable[[planner.Action, str], None],
+    clock: Callable[[], int],
+) -> Run:
+    """Observe (objects and quorum), plan, execute one action, observe both again: until the
+    planner waits or is converged, a voter change fails, or MAX_STEPS actions ran."""
+    settings = desired.operator.catch_up
+
+    def look(progress: Progress) -> tuple[Observed, observe.Observation, Progress]:
+        observed = kube.observe(desired.names)
+        observation = quorum.describe(desired, observed)
+        return observed, observation, advance(progress, observation.quorum, clock(), settings)
+
+    observed, observation, progress = look(progress)
     action: planner.Action = planner.Converged()
     for _step in range(MAX_STEPS):
-        action = planner.plan(desired, observed, quorum)
+        action = planner.plan(desired, observed, observation.quorum, progress)
         if isinstance(action, (planner.Wait, planner.Refused, planner.Converged)):
             break
-        kube.execute(action, desired.names)
+        if isinstance(action, planner.VOTER_CHANGES):
+            kind: ChangeKind = "add" if isinstance(action, planner.AddVoter) else "remove"
+            progress = dataclasses.replace(
+                progress, pending=PendingChange(kind, action.key, issued_ms=clock())
+            )
+            try:
+                quorum.change(action, desired)
+            except AdminError as e:
+                on_failure(action, str(e))
+                observed, observation, progress = look(progress)
+                break
+            progress = dataclasses.replace(progress, pending=None)  # answered once committed
+        else:
+            kube.execute(action, desired.names)
         on_action(action)
-        observed = kube.observe(desired.names)
-    return action, observed
+        observed, observation, progress = look(progress)
+    return Run(action, observed, observation, progress)
+
+
+def progress_from_status(status: dict[str, Any]) -> Progress:
+    """An operator restarted mid-change resumes its pending voter change from the status."""
+    op = status.get("pendingOperation") or {}
+    if op.get("kind") not in ("add", "remove") or "id" not in op:
+        return Progress()
+    key = VoterKey(int(op["id"]), str(op.get("directoryId") or ""))
+    kind: ChangeKind = "add" if op["kind"] == "add" else "remove"
+    return Progress(pending=PendingChange(kind, key, issued_ms=int(op.get("issuedAtMs") or 0)))
 
 
 def _describe(action: planner.Action) -> str:
@@ -191,15 +268,25 @@ def _describe(action: planner.Action) -> str:
         return f"scaled StatefulSet to {action.replicas} replicas ({action.reason})"
     if isinstance(action, planner.DeletePod):
         return f"deleted pod {action.name} ({action.reason})"
+    if isinstance(action, planner.AddVoter):
+        k = action.key
+        return f"added voter {k.id} (directory {k.directory_id}) ({action.reason})"
+    if isinstance(action, planner.RemoveVoter):
+        k = action.key
+        return f"removed voter {k.id} (directory {k.directory_id}) ({action.reason})"
     return action.reason
 
 
+EVENT_REASONS: dict[type, str] = {
+    planner.ScaleStatefulSet: "Scaled",
+    planner.DeletePod: "RolledPod",
+    planner.AddVoter: "VoterAdded",
+    planner.RemoveVoter: "VoterRemoved",
+}
+
+
 def _post(body: kopf.Body, action: planner.Action) -> None:
-    reason = {
-        planner.Apply: "Applied",
-        planner.ScaleStatefulSet: "Scaled",
-        planner.DeletePod: "RolledPod",
-    }.get(type(action), "Reconciled")
+    reason = EVENT_REASONS.get(type(action), "Reconciled")
     if isinstance(action, planner.Apply):
         reason = "Created" if action.create else "Updated"
     kopf.event(body, type="Normal", reason=reason, message=_describe(action))

@@ -21,16 +21,13 @@ from kubernetes.client.exceptions import ApiException
 
 from metaquorum_operator import builders
 from metaquorum_operator.model import GROUP, PLURAL, VERSION, Names
-from metaquorum_operator.planner import (
-    Action,
-    Apply,
-    DeletePod,
+from metaquorum_operator.observed import (
     Observed,
     ObservedObject,
     ObservedPod,
     ObservedStatefulSet,
-    ScaleStatefulSet,
 )
+from metaquorum_operator.planner import Action, Apply, DeletePod, ScaleStatefulSet
 
 MERGE = "application/merge-patch+json"
 
@@ -52,6 +49,17 @@ def _get(fn: Any, *args: Any) -> Any:
         raise
 
 
+def _refusal(status: Any) -> str | None:
+    """The format init container's refusal (exit builders.REFUSED_EXIT), current or last."""
+    for cs in (status.init_container_statuses or []) if status else []:
+        for state in (cs.state, cs.last_state):
+            t = state.terminated if state else None
+            if t is not None and t.exit_code == builders.REFUSED_EXIT:
+                message = (t.message or "").strip().splitlines() or ["the volume was refused"]
+                return message[-1].removeprefix(builders.REFUSED_PREFIX)
+    return None
+
+
 class Kube:
     def __init__(self, api: client.ApiClient) -> None:
         self.core = client.CoreV1Api(api)
@@ -62,6 +70,7 @@ class Kube:
     def observe(self, names: Names) -> Observed:
         ns = names.namespace
         objects: dict[str, ObservedObject | None] = {}
+        formed, tombstones = False, frozenset[str]()
         for key, fn, name in (
             ("ConfigMap", self.core.read_namespaced_config_map, names.configmap),
             ("HeadlessService", self.core.read_namespaced_service, names.headless_service),
@@ -70,6 +79,10 @@ class Kube:
         ):
             found = _get(fn, name, ns)
             objects[key] = None if found is None else _obj(found.metadata)
+            if key == "ConfigMap" and found is not None:
+                data = found.data or {}
+                formed = data.get(builders.BOOTSTRAP_KEY) == "join"
+                tombstones = frozenset(data.get(builders.TOMBSTONES_KEY, "").split())
         sts = _get(self.apps.read_namespaced_stateful_set, names.statefulset, ns)
         observed_sts = None
         if sts is not None:
@@ -100,10 +113,15 @@ class Kube:
                     ready=ready,
                     revision=(pm.labels or {}).get("controller-revision-hash"),
                     terminating=pm.deletion_timestamp is not None,
+                    volume_refused=_refusal(p.status),
                 )
             )
         return Observed(
-            objects=objects, statefulset=observed_sts, pods=sorted(pods, key=lambda p: p.ordinal)
+            objects=objects,
+            statefulset=observed_sts,
+            pods=sorted(pods, key=lambda p: p.ordinal),
+            formed=formed,
+            tombstones=tombstones,
         )
 
     def execute(self, action: Action, names: Names) -> None:

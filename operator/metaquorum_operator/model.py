@@ -13,11 +13,12 @@ plus fixed suffixes (DNS-1035 safe when the resource name is).
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from metaquorum_operator.membership import CatchUp
 
 GROUP = "metaquorum.dev"
 VERSION = "v1alpha1"
@@ -30,7 +31,6 @@ CONFIG_DIR = "/etc/metaquorum"
 CONFIG_FILE = "server.properties"
 TLS_DIR = "/etc/metaquorum/tls"
 CLUSTER_DOMAIN = "cluster.local"
-DEFAULT_NODE_COMMAND = ("metaquorum", "server", "start")
 
 # Keys the operator writes itself; the CRD refuses them in spec.config (keep both lists equal).
 MANAGED_KEYS = frozenset(
@@ -46,6 +46,7 @@ MANAGED_KEYS = frozenset(
         "metadata.log.dir",
         "log.dirs",
         "metaquorum.http.listener",
+        "controller.quorum.auto.join.enable",
     }
 )
 
@@ -58,6 +59,7 @@ class QuorumSpec:
     storage_size: str = "1Gi"
     storage_class_name: str | None = None
     delete_claims_on_delete: bool = False
+    delete_claims_on_scale_down: bool = True
     resources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     config: Mapping[str, str] = field(default_factory=dict)
     controller_port: int = 9093
@@ -78,6 +80,7 @@ class QuorumSpec:
             storage_size=str(storage.get("size", "1Gi")),
             storage_class_name=storage.get("storageClassName") or None,
             delete_claims_on_delete=bool(storage.get("deleteClaimsOnDelete", False)),
+            delete_claims_on_scale_down=bool(storage.get("deleteClaimsOnScaleDown", True)),
             resources={k: dict(v) for k, v in (spec.get("resources") or {}).items()},
             config={str(k): str(v) for k, v in (spec.get("config") or {}).items()},
             controller_port=int(listeners.get("controllerPort", 9093)),
@@ -153,52 +156,30 @@ class Owner:
         }
 
 
-# How the pods form their quorum (METAQUORUM_QUORUM_MODE):
-# - "static": the real node. `controller.quorum.voters` lists every pod's stable name, each pod
-#   formats its own volume on first start, the StatefulSet starts at spec.replicas and a change of
-#   replicas is refused (it would need KIP-853 voter changes, which the node does not support yet).
-# - "none": a test workload that forms no quorum (e2e/placeholder_node.py): the StatefulSet moves
-#   one replica at a time and nothing is described.
-QUORUM_MODES = ("static", "none")
-# A MetadataQuorum may override the operator's quorum mode with this annotation (the e2e tier
-# runs its placeholder-workload tests this way beside real-node quorums under one operator).
-QUORUM_MODE_ANNOTATION = "metaquorum.dev/quorum-mode"
-
-
 @dataclass(frozen=True, slots=True)
 class OperatorConfig:
-    """Operator-wide settings. `node_command` is the node container's command (default
-    `metaquorum server start`); `quorum_mode` is one of QUORUM_MODES (default "static"). The e2e
-    tier's placeholder workload sets METAQUORUM_NODE_COMMAND (a JSON list) and mode "none"."""
+    """Operator-wide settings, from the operator's environment: when an observer counts as
+    caught up and how long it must stay so before it is added as a voter
+    (METAQUORUM_CATCH_UP_MAX_LAG_RECORDS, METAQUORUM_CATCH_UP_MAX_LAG_MS,
+    METAQUORUM_CATCH_UP_HOLD_MS; membership.CatchUp has the defaults)."""
 
-    node_command: tuple[str, ...] = DEFAULT_NODE_COMMAND
-    quorum_mode: str = "static"
-
-    @property
-    def static_quorum(self) -> bool:
-        return self.quorum_mode == "static"
-
-    def for_resource(self, annotations: Mapping[str, str]) -> OperatorConfig:
-        """This config with the resource's QUORUM_MODE_ANNOTATION applied (unknown values are
-        ignored: the operator's own mode stays)."""
-        mode = annotations.get(QUORUM_MODE_ANNOTATION)
-        if mode in QUORUM_MODES and mode != self.quorum_mode:
-            return OperatorConfig(node_command=self.node_command, quorum_mode=mode)
-        return self
+    catch_up: CatchUp = field(default_factory=CatchUp)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
         env = os.environ if env is None else env
-        mode = env.get("METAQUORUM_QUORUM_MODE") or "static"
-        if mode not in QUORUM_MODES:
-            raise ValueError(f"METAQUORUM_QUORUM_MODE must be one of {', '.join(QUORUM_MODES)}")
-        raw = env.get("METAQUORUM_NODE_COMMAND")
-        if not raw:
-            return cls(quorum_mode=mode)
-        cmd = json.loads(raw)
-        if not isinstance(cmd, list) or not cmd or not all(isinstance(c, str) for c in cmd):
-            raise ValueError("METAQUORUM_NODE_COMMAND must be a non-empty JSON list of strings")
-        return cls(node_command=tuple(cmd), quorum_mode=mode)
+        values: dict[str, int] = {}
+        for name, key in (
+            ("max_lag_records", "METAQUORUM_CATCH_UP_MAX_LAG_RECORDS"),
+            ("max_lag_ms", "METAQUORUM_CATCH_UP_MAX_LAG_MS"),
+            ("hold_ms", "METAQUORUM_CATCH_UP_HOLD_MS"),
+        ):
+            raw = env.get(key)
+            if raw:
+                if not raw.isdigit():
+                    raise ValueError(f"{key} must be a non-negative integer, not {raw!r}")
+                values[name] = int(raw)
+        return cls(catch_up=CatchUp(**values))
 
 
 def new_cluster_id(random_bytes: Callable[[int], bytes] = os.urandom) -> str:

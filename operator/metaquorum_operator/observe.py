@@ -1,10 +1,12 @@
-"""Observe a MetadataQuorum's live quorum through the admin client (KIP-595 DescribeQuorum,
-KIP-919 `--bootstrap-controller` discovery).
+"""Observe and change a MetadataQuorum's live quorum through the admin client (KIP-595
+DescribeQuorum, KIP-919 `--bootstrap-controller` discovery, KIP-853 Add/RemoveRaftVoter).
 
 Role: what `kafka-metadata-quorum --bootstrap-controller <pods> describe --status` does, for the
 operator: DescribeCluster on the pods' stable DNS names (any of them answers with the cluster id
 and the active controller), then DescribeQuorum on the leader; the answer mapped (purely, by
-`observed_quorum_of`) to the planner's `ObservedQuorum`.
+`observed_quorum_of`) to the planner's `ObservedQuorum`. `change` sends the planner's AddVoter /
+RemoveVoter to the leader as `kafka-metadata-quorum add-controller / remove-controller` does
+(metaquorum.admin.reconfig); both answer once the VotersRecord is committed.
 
 Invariants: `describe` never raises: any failure (no pod answers, no leader yet, timeout, a bad
 reply) is an `Observation` with `quorum=None` and a one-line `error`; it is bounded by
@@ -18,12 +20,22 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 
-from metaquorum.admin.client import AdminClient, AdminError, QuorumInfo, parse_bootstrap
+from metaquorum.admin.client import (
+    AdminClient,
+    AdminError,
+    QuorumInfo,
+    ReplicaInfo,
+    parse_bootstrap,
+)
+from metaquorum.admin.reconfig import Listener, add_controller, remove_controller
+from metaquorum.protocol.types import Uuid
 
 from metaquorum_operator.model import Names
-from metaquorum_operator.planner import ObservedQuorum, VoterKey
+from metaquorum_operator.observed import ObservedQuorum, ReplicaState
+from metaquorum_operator.planner import AddVoter, RemoveVoter
 
 DESCRIBE_TIMEOUT_S = 3.0
+CHANGE_TIMEOUT_S = 15.0
 # Kafka's Uuid.ZERO as a string: a replica that reports no directory id (pre-KIP-853 voter).
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -40,20 +52,26 @@ def bootstrap_servers(names: Names, port: int, members: int) -> str:
 
 
 def observed_quorum_of(cluster_id: str | None, info: QuorumInfo) -> ObservedQuorum:
-    """DescribeQuorum's answer as the planner and status see it: ids and directory ids, in the
-    order the leader reported them; a ZERO directory id (none) becomes an empty string."""
+    """DescribeQuorum's answer as the planner and status see it: replicas with directory ids and
+    progress, in the order the leader reported them; a ZERO directory id (none) becomes ''."""
 
-    def key(replica_id: int, directory_id: object) -> VoterKey:
-        d = str(directory_id)
-        return VoterKey(replica_id, "" if d == ZERO_DIRECTORY_ID else d)
+    def replica(r: ReplicaInfo) -> ReplicaState:
+        d = str(r.directory_id)
+        return ReplicaState(
+            id=r.replica_id,
+            directory_id="" if d == ZERO_DIRECTORY_ID else d,
+            log_end_offset=r.log_end_offset,
+            last_fetch_ms=r.last_fetch_timestamp,
+            last_caught_up_ms=r.last_caught_up_timestamp,
+        )
 
     return ObservedQuorum(
         cluster_id=cluster_id or None,
         leader_id=info.leader_id,
         leader_epoch=info.leader_epoch,
         high_watermark=info.high_watermark,
-        voters=tuple(key(v.replica_id, v.directory_id) for v in info.voters),
-        observers=tuple(key(o.replica_id, o.directory_id) for o in info.observers),
+        voters=tuple(replica(v) for v in info.voters),
+        observers=tuple(replica(o) for o in info.observers),
     )
 
 
@@ -83,3 +101,42 @@ async def describe_async(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) 
 def describe(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) -> Observation:
     """Blocking form for a worker thread (kopf runs sync handlers in its thread pool)."""
     return asyncio.run(describe_async(bootstrap, timeout_s))
+
+
+async def change_async(
+    action: AddVoter | RemoveVoter,
+    bootstrap: str,
+    names: Names,
+    port: int,
+    timeout_s: float = CHANGE_TIMEOUT_S,
+) -> None:
+    """Send one voter change to the leader; returns once it is committed, raises AdminError
+    with a one-line reason otherwise. An added voter's endpoint is its pod's stable name."""
+    admin = AdminClient(parse_bootstrap(bootstrap), timeout_s=timeout_s)
+    key = action.key
+    directory = Uuid.from_string(key.directory_id or ZERO_DIRECTORY_ID)
+    try:
+        async with asyncio.timeout(timeout_s + 1):
+            if isinstance(action, AddVoter):
+                listener = Listener("CONTROLLER", names.pod_fqdn(key.id), port)
+                await add_controller(admin, key.id, directory, [listener])
+            else:
+                await remove_controller(admin, key.id, directory)
+    except TimeoutError:
+        raise AdminError(f"no answer from the leader within {timeout_s:g} s") from None
+    except (OSError, ValueError) as e:
+        raise AdminError(f"{type(e).__name__}: {e}") from None
+    finally:
+        with contextlib.suppress(Exception):
+            await admin.close()
+
+
+def change(
+    action: AddVoter | RemoveVoter,
+    bootstrap: str,
+    names: Names,
+    port: int,
+    timeout_s: float = CHANGE_TIMEOUT_S,
+) -> None:
+    """Blocking form for a worker thread."""
+    asyncio.run(change_async(action, bootstrap, names, port, timeout_s))

@@ -1,96 +1,65 @@
-"""The reconcile planner: desired spec + observed objects + observed quorum -> next single action.
+"""The reconcile planner: desired spec + observed objects + observed quorum -> one action.
 
 Role: the whole decision logic of the operator as one pure function, `plan`, so every step is
-unit-testable and the quorum operations of a later issue (bootstrap formatting, AddRaftVoter /
-RemoveRaftVoter one at a time, disk-loss replacement, KIP-853) slot in as more rules here. The
-handlers (handlers.py) observe, call `plan`, execute the one action, and observe again.
+unit-testable. The handlers observe, call `plan`, execute the one action, observe the objects and
+the quorum again, and plan again. KIP-853 dynamic quorum: the first pod formats --standalone, the
+others join as observers and are added one at a time; scale-down removes voters before pods go.
 
 Rules, in order (the first that applies wins):
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
-   are created, stale ones (spec-hash annotation differs) updated, in that order. A new
-   StatefulSet starts at one replica (quorum mode "none"): it grows one member at a time.
-2. While a pod of the StatefulSet is not ready (or the StatefulSet has not caught up with its own
-   replicas), wait: no membership or roll step with a member down.
-3. Scale down one replica when above spec.replicas (before rolling pods that are about to go).
-4. OnDelete roll: delete one pod whose revision is not the StatefulSet's update revision, highest
-   ordinal first (the leader-last rule joins when the quorum is observed).
-   The quorum's leader goes last; a static quorum rolls only while a leader is observed.
-5. Static quorum (the real node, OperatorConfig.quorum_mode "static"): a spec.replicas other
-   than the StatefulSet's is Refused (changing static voters needs every member restarted with
-   a new voter list, unsafe; KIP-853 dynamic voters are not supported by the node yet). A new
-   static StatefulSet starts at spec.replicas (all voters), and rule 3 does not apply.
-6. Scale up one replica when below spec.replicas (new members join on the new revision).
-7. Otherwise the quorum is converged.
+   are created, stale ones updated, in that order. A new StatefulSet has one replica: the first
+   member bootstraps alone; the ConfigMap records `formed` once a leader was seen (from then on
+   a pod with an empty volume formats --no-initial-controllers, never --standalone).
+2. Wait while the StatefulSet controller lags. A pod whose volume the format init container
+   refused stops everything: Refused (Degraded).
+3. Wait for a leader (DescribeQuorum through the pods' stable names).
+4. A voter change issued and seen in the voter set but not yet committed: wait. One issued but
+   not seen: issue the same change again (idempotent; the leader refuses a second one anyway).
+5. Disk loss: a voter (id, A) while its pod runs as observer (id, B): tombstone A in the
+   ConfigMap, then RemoveRaftVoter (id, A); rule 6 adds (id, B) once it is caught up.
+6. Scale up / replacement: an observer whose id is a pod < spec.replicas and not a voter is
+   added with AddRaftVoter once caught up (lag below a threshold) for `hold_ms` (before any
+   removal, so a scale-down never removes the last voter while a member waits to be added).
+7. Scale down: RemoveRaftVoter of the voter with the highest id >= spec.replicas, the leader
+   last (the node lets a leader remove itself and resigns once the removal is committed).
+8. Shrink the StatefulSet one replica when its last pod is no longer a voter (its PVC goes by
+   the StatefulSet's whenScaled retention policy, from spec.storage.deleteClaimsOnScaleDown).
+   Rules 4-8 act while some pods are down (a dead voter can be removed); those below wait
+   until every pod exists and is ready.
+9. OnDelete roll: delete one pod on an old revision, highest ordinal first, the leader last.
+10. Grow the StatefulSet one replica when every pod is a voter and spec.replicas is larger.
+11. Converged when the voters are exactly pods 0..replicas-1; otherwise wait.
 
-Invariants: pure (no IO, no clock); at most one action per call; never deletes a pod or scales
-while another member is unready; never touches an object it does not own (ownerReference uid).
+Safety (every voter change and pod deletion): never two voter changes in flight (rule 4 first);
+the voter set after the change (or without the deleted pod's voter) keeps more than half of its
+members caught up (membership.safe_voter_set), else Wait with the reason.
+Invariants: pure (no IO, no clock: `Progress.now_ms` is given); one action per call; never
+touches an object it does not own (ownerReference uid).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from metaquorum_operator import builders
+from metaquorum_operator.membership import (
+    CatchUp,
+    Progress,
+    caught_up,
+    healthy_keys,
+    held,
+    safe_voter_set,
+)
 from metaquorum_operator.model import Names, OperatorConfig, Owner, QuorumSpec
+from metaquorum_operator.observed import (
+    Observed,
+    ObservedQuorum,
+    VoterKey,
+)
 
 ORDER = ("ConfigMap", "HeadlessService", "ClientService", "PodDisruptionBudget", "StatefulSet")
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedObject:
-    """What the planner needs from an owned object: its hash annotation and owner uids."""
-
-    spec_hash: str | None
-    owner_uids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedStatefulSet:
-    obj: ObservedObject
-    replicas: int
-    ready_replicas: int = 0
-    current_replicas: int = 0
-    observed_generation: int = 0
-    generation: int = 0
-    update_revision: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedPod:
-    name: str
-    ordinal: int
-    ready: bool
-    revision: str | None = None
-    terminating: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Observed:
-    """The cluster as read at the start of one reconcile step."""
-
-    objects: Mapping[str, ObservedObject | None] = field(default_factory=dict)
-    statefulset: ObservedStatefulSet | None = None
-    pods: Sequence[ObservedPod] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class VoterKey:
-    id: int
-    directory_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedQuorum:
-    """DescribeQuorum as seen by the operator (None until the node exists)."""
-
-    cluster_id: str | None
-    leader_id: int
-    leader_epoch: int
-    high_watermark: int
-    voters: tuple[VoterKey, ...] = ()
-    observers: tuple[VoterKey, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,24 +85,42 @@ class DeletePod:
 
 
 @dataclass(frozen=True, slots=True)
+class AddVoter:
+    """AddRaftVoter (KIP-853) of an observer caught up with the leader."""
+
+    key: VoterKey
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVoter:
+    """RemoveRaftVoter (KIP-853) of one voter."""
+
+    key: VoterKey
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Wait:
     reason: str
 
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """The spec asks for something the operator will not do; nothing changes (a Warning Event
-    and the Ready condition say why and how to undo it)."""
+    """Something the operator will not do by itself (a pod's volume holds another cluster's data
+    or a replaced directory); nothing changes, a Warning Event and the Degraded condition say
+    why and how to fix it."""
 
     reason: str
 
 
 @dataclass(frozen=True, slots=True)
 class Converged:
-    reason: str = "all objects up to date and all replicas ready"
+    reason: str = "all objects up to date, all replicas ready and voters"
 
 
-Action = Apply | ScaleStatefulSet | DeletePod | Wait | Refused | Converged
+Action = Apply | ScaleStatefulSet | DeletePod | AddVoter | RemoveVoter | Wait | Refused | Converged
+VOTER_CHANGES = (AddVoter, RemoveVoter)
 
 
 class NotOwned(Exception):
@@ -147,19 +134,16 @@ class Desired:
     owner: Owner
     operator: OperatorConfig = field(default_factory=OperatorConfig)
 
-    def manifests(self, sts_replicas: int) -> dict[str, dict[str, Any]]:
-        """The owned objects for a StatefulSet of `sts_replicas`; a static quorum's voters are
-        the pods that exist (changing them is refused, rule 5)."""
+    def manifests(
+        self, sts_replicas: int, formed: bool = False, tombstones: frozenset[str] = frozenset()
+    ) -> dict[str, dict[str, Any]]:
         s, n, o = self.spec, self.names, self.owner
-        voters = sts_replicas if self.operator.static_quorum else None
         return {
-            "ConfigMap": builders.configmap(s, n, o, voters),
+            "ConfigMap": builders.configmap(s, n, o, formed=formed, tombstones=tombstones),
             "HeadlessService": builders.headless_service(s, n, o),
             "ClientService": builders.client_service(s, n, o),
             "PodDisruptionBudget": builders.pod_disruption_budget(s, n, o),
-            "StatefulSet": builders.statefulset(
-                s, n, o, self.operator, sts_replicas, voters=voters
-            ),
+            "StatefulSet": builders.statefulset(s, n, o, sts_replicas),
         }
 
 
@@ -167,19 +151,16 @@ def _hash(manifest: Mapping[str, Any]) -> str:
     return str(manifest["metadata"]["annotations"][builders.SPEC_HASH])
 
 
-def plan(desired: Desired, observed: Observed, quorum: ObservedQuorum | None = None) -> Action:
+def _objects(
+    desired: Desired,
+    observed: Observed,
+    formed: bool,
+    tombstones: frozenset[str],
+) -> Action | None:
     sts = observed.statefulset
-    static = desired.operator.static_quorum
-    if sts is not None:
-        start_replicas = sts.replicas
-    else:  # a static quorum starts whole: its voters must all exist to elect a leader
-        start_replicas = desired.spec.replicas if static else min(1, desired.spec.replicas)
-    manifests = desired.manifests(start_replicas)
-    # 1. owned objects exist and are current
+    manifests = desired.manifests(sts.replicas if sts else 1, formed, tombstones)
     for key in ORDER:
-        current = (
-            sts.obj if key == "StatefulSet" and sts is not None else (observed.objects.get(key))
-        )
+        current = sts.obj if key == "StatefulSet" and sts is not None else observed.objects.get(key)
         want = manifests[key]
         kind_name = f"{want['kind']} {want['metadata']['name']}"
         if current is None:
@@ -188,39 +169,173 @@ def plan(desired: Desired, observed: Observed, quorum: ObservedQuorum | None = N
             raise NotOwned(f"{kind_name} exists and is not owned by this MetadataQuorum")
         if current.spec_hash != _hash(want):
             return Apply(key, want, create=False, reason=f"{kind_name} differs from the spec")
+    return None
+
+
+def plan(
+    desired: Desired,
+    observed: Observed,
+    quorum: ObservedQuorum | None = None,
+    progress: Progress | None = None,
+) -> Action:
+    progress = progress or Progress()
+    settings = desired.operator.catch_up
+    formed = observed.formed or (quorum is not None and quorum.has_leader)
+    # 1. owned objects exist and are current
+    step = _objects(desired, observed, formed, observed.tombstones)
+    if step is not None:
+        return step
+    sts = observed.statefulset
     assert sts is not None
     # 2. every member up before any step
     if sts.observed_generation < sts.generation:
         return Wait("the StatefulSet controller has not observed the latest StatefulSet")
+    refused = sorted((p for p in observed.pods if p.volume_refused), key=lambda p: p.ordinal)
+    if refused:
+        p = refused[0]
+        return Refused(f"{p.name}: {p.volume_refused}")
+    # 3. a leader to talk to
+    if quorum is None or not quorum.has_leader:
+        down = _members_down(observed)
+        return Wait(
+            "no leader: waiting for the quorum to elect one" + (f"; {down}" if down else "")
+        )
+    return _quorum_rules(desired, observed, quorum, progress, settings)
+
+
+def _members_down(observed: Observed) -> str | None:
+    sts = observed.statefulset
+    assert sts is not None
     live = [p for p in observed.pods if not p.terminating]
     if len(live) != sts.replicas or any(p.terminating for p in observed.pods):
-        return Wait(f"{len(live)} of {sts.replicas} pods exist")
+        return f"{len(live)} of {sts.replicas} pods exist"
     unready = sorted(p.name for p in live if not p.ready)
     if unready or sts.ready_replicas < sts.replicas:
-        return Wait(f"waiting for pods to be ready: {', '.join(unready) or 'status lagging'}")
+        return f"waiting for pods to be ready: {', '.join(unready) or 'status lagging'}"
+    return None
+
+
+def _quorum_rules(
+    desired: Desired,
+    observed: Observed,
+    quorum: ObservedQuorum,
+    progress: Progress,
+    settings: CatchUp,
+) -> Action:
+    sts = observed.statefulset
+    assert sts is not None
     target = desired.spec.replicas
-    # 3. scale down first: no point rolling a pod that is about to go
-    if sts.replicas > target and not static:
-        return ScaleStatefulSet(sts.replicas - 1, f"scaling down toward {target} replicas")
-    # 4. OnDelete roll, one pod at a time, highest ordinal first, the quorum's leader last
+    voters = quorum.voter_keys()
+    healthy = healthy_keys(quorum, settings)
+    voter_ids = {k.id for k in voters}
+    # 4. one voter change at a time
+    pending = progress.pending
+    if pending is not None:
+        what = f"{pending.kind} voter {pending.key.id} ({pending.key.directory_id or 'no dir'})"
+        if pending.reflected(quorum):
+            return Wait(f"{what}: waiting for the voter change to commit")
+        if pending.kind == "remove":
+            return _checked_remove(pending.key, voters, healthy, quorum, f"resuming: {what}")
+        if pending.key in {o.key for o in quorum.observers}:
+            return _checked_add(pending.key, voters, healthy, f"resuming: {what}")
+        return Wait(f"{what}: issued, not in the quorum yet")
+    # 5. disk loss: the old incarnation goes first (a node id is a voter once)
+    observers_by_id: dict[int, list[VoterKey]] = {}
+    for o in quorum.observers:
+        if o.id < sts.replicas and caught_up(o, quorum, settings):
+            observers_by_id.setdefault(o.id, []).append(o.key)
+    for v in sorted(voters):
+        fresh = [k for k in observers_by_id.get(v.id, []) if k != v]
+        if fresh and v.directory_id:
+            if v.directory_id not in observed.tombstones:
+                tombstones = observed.tombstones | {v.directory_id}
+                cm = desired.manifests(sts.replicas, True, tombstones)["ConfigMap"]
+                return Apply(
+                    "ConfigMap",
+                    cm,
+                    create=False,
+                    reason=f"voter {v.id} came back with a new directory {fresh[0].directory_id}:"
+                    f" its old directory {v.directory_id} is refused from now on",
+                )
+            return _checked_remove(
+                v, voters, healthy, quorum, f"voter {v.id} lost its disk (now {fresh[0]})"
+            )
+    # 6. add observers that are pods within spec.replicas, once caught up long enough
+    for oid in sorted(observers_by_id):
+        if oid >= target or oid in voter_ids:
+            continue
+        keys = observers_by_id[oid]
+        if len(keys) > 1:
+            return Wait(f"node {oid} has {len(keys)} caught-up incarnations: waiting for one")
+        key = keys[0]
+        if not held(progress, key, settings):
+            return Wait(f"observer {oid} is catching up (needs {settings.hold_ms} ms caught up)")
+        return _checked_add(key, voters, healthy, f"node {oid} caught up as an observer")
+    # 7. scale down: voters beyond spec.replicas, highest id first, the leader last
+    extra = sorted(
+        (k for k in voters if k.id >= target), key=lambda k: (k.id == quorum.leader_id, -k.id)
+    )
+    if extra:
+        return _checked_remove(extra[0], voters, healthy, quorum, f"scaling down to {target}")
+    # 8. shrink the StatefulSet once its last pod is no longer a voter
+    if sts.replicas > target:
+        last = sts.replicas - 1
+        if last in voter_ids:
+            return Wait(f"pod {last} is still a voter")
+        return ScaleStatefulSet(last, f"scaling down toward {target}: pod {last} is no voter")
+    # every member up before a roll or a new member
+    down = _members_down(observed)
+    if down:
+        return Wait(down)
+    # 9. OnDelete roll, one pod at a time, highest ordinal first, the leader last
     if sts.update_revision:
-        leader = quorum.leader_id if quorum is not None else -1
         stale = sorted(
-            (p for p in live if p.revision != sts.update_revision),
-            key=lambda p: (p.ordinal == leader, -p.ordinal),
+            (p for p in observed.pods if p.revision != sts.update_revision),
+            key=lambda p: (p.ordinal == quorum.leader_id, -p.ordinal),
         )
         if stale:
-            if static and (quorum is None or quorum.leader_id < 0):
-                return Wait(f"{stale[0].name} runs an old revision; waiting for a leader first")
-            return DeletePod(stale[0].name, reason=f"{stale[0].name} runs an old revision")
-    # 5. a static quorum's voters are fixed (KIP-853 dynamic voters are not supported yet)
-    if static and sts.replicas != target:
-        return Refused(
-            f"spec.replicas {target} differs from the {sts.replicas} static voters: changing "
-            "the voters needs dynamic quorum membership (KIP-853), not supported yet; "
-            f"set spec.replicas back to {sts.replicas}"
-        )
-    # 6. then grow one replica at a time
+            p = stale[0]
+            still = frozenset(k for k in healthy if k.id != p.ordinal)
+            others = frozenset(k for k in voters if k.id != p.ordinal)
+            # One or two voters cannot stay available through a restart: roll only with the
+            # other caught up (as Strimzi's KafkaQuorumCheck does), never losing an entry.
+            ok = others <= still if len(voters) <= 2 else safe_voter_set(voters, still)
+            if not ok:
+                return Wait(f"{p.name} runs an old revision; the others are not caught up")
+            return DeletePod(p.name, f"{p.name} runs an old revision")
+    # 10. grow one pod at a time once every pod is a voter
     if sts.replicas < target:
+        missing = [i for i in range(sts.replicas) if i not in voter_ids]
+        if missing:
+            return Wait(f"pod {missing[0]} is not a voter yet")
         return ScaleStatefulSet(sts.replicas + 1, f"scaling up toward {target} replicas")
+    # 11. converged
+    missing = [i for i in range(target) if i not in voter_ids]
+    if missing:
+        return Wait(f"node {missing[0]} is not a voter (waiting for it to join as an observer)")
     return Converged()
+
+
+def _checked_remove(
+    key: VoterKey,
+    voters: frozenset[VoterKey],
+    healthy: frozenset[VoterKey],
+    quorum: ObservedQuorum,
+    why: str,
+) -> Action:
+    after = voters - {key}
+    if not after:
+        return Wait(f"{why}: would remove the last voter")
+    if not safe_voter_set(after, healthy):
+        return Wait(f"{why}: removing voter {key.id} would leave no caught-up majority")
+    return RemoveVoter(key, why)
+
+
+def _checked_add(
+    key: VoterKey, voters: frozenset[VoterKey], healthy: frozenset[VoterKey], why: str
+) -> Action:
+    if key not in healthy:
+        return Wait(f"{why}: observer {key.id} is not caught up")
+    if not safe_voter_set(voters | {key}, healthy):
+        return Wait(f"{why}: adding voter {key.id} would leave no caught-up majority")
+    return AddVoter(key, why)

@@ -1,16 +1,20 @@
-"""MetadataQuorum status from observation: phase, conditions, replica counts, quorum facts.
+"""MetadataQuorum status from observation: phase, conditions, replicas, the live quorum.
 
 Role: `compute_status` is pure: what the operator observed (objects, pods, the quorum when it can
-describe it) and the action the planner chose -> the status to write. Status is a cache of
-observation, never an input to decisions (the planner does not read it).
+describe it), the action the planner chose and the operator's progress -> the status to write.
+Status is a cache of observation; the one thing read back from it is `pendingOperation`, so an
+operator restarted mid-change resumes it (handlers.progress_from_status).
 
-Conditions (metav1.Condition shape, positive polarity, each with observedGeneration):
-- `Ready`: all spec.replicas pods exist, are ready and nothing is pending.
-- `ResourcesReconciled`: every owned object matches the spec (reason Applying while not).
-- `QuorumAvailable`: DescribeQuorum answered with an elected leader (True, reason
-  LeaderElected); False with reason QuorumUnreachable and the admin client's one-line error once
-  the StatefulSet exists; Unknown (NotObserved) before, or where the workload forms no quorum.
-  Leader, epoch, highWatermark, voters and observers are the leader's answer, absent otherwise.
+Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operator names them):
+- `Available`: the leader answered DescribeQuorum and more than half of the voters are caught up
+  (reason QuorumAvailable); False with NoLeader, VotersLagging, QuorumUnreachable (the admin
+  client's one-line error), or Unknown/NotObserved before the StatefulSet exists.
+- `Progressing`: True while the planner has something to do (reason: the step, e.g. AddingVoter,
+  RemovingVoter, Scaling, Rolling, Applying, Waiting); False/Converged when it has not.
+- `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter is not caught up
+  (VoterNotCaughtUp), False/AsExpected otherwise.
+Voters and observers are the leader's answer of this reconcile as {id, directoryId, lag} (lag in
+records behind the leader, absent when unknown), absent when the quorum cannot be described.
 A condition's lastTransitionTime changes only when its status does.
 """
 
@@ -19,18 +23,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
 from metaquorum_operator.model import Names, QuorumSpec
+from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
 from metaquorum_operator.planner import (
     Action,
+    AddVoter,
     Apply,
     Converged,
     DeletePod,
-    Observed,
-    ObservedQuorum,
     Refused,
+    RemoveVoter,
     ScaleStatefulSet,
-    VoterKey,
 )
+
+REFUSED_REASON = "VolumeRefused"
 
 
 def condition(
@@ -55,26 +62,72 @@ def condition(
     }
 
 
-REFUSED_REASON = "VoterChangeRefused"
+def step_reason(action: Action) -> str:
+    return {
+        AddVoter: "AddingVoter",
+        RemoveVoter: "RemovingVoter",
+        ScaleStatefulSet: "Scaling",
+        DeletePod: "Rolling",
+        Apply: "Applying",
+        Refused: REFUSED_REASON,
+        Converged: "Converged",
+    }.get(type(action), "Waiting")
 
 
 def phase_of(
-    spec: QuorumSpec, observed: Observed, action: Action, previous_phase: str | None
+    spec: QuorumSpec,
+    observed: Observed,
+    quorum: ObservedQuorum | None,
+    action: Action,
+    degraded: bool,
 ) -> str:
     sts = observed.statefulset
     if sts is None:
         return "Pending"
     if isinstance(action, Converged):
         return "Running"
-    if isinstance(action, Refused):
-        return "Running" if sts.ready_replicas >= sts.replicas else "Degraded"
-    if isinstance(action, ScaleStatefulSet) or sts.replicas != spec.replicas:
-        return "Scaling"
-    if previous_phase in ("Running", "Degraded") and not isinstance(action, (Apply, DeletePod)):
+    if degraded:
         return "Degraded"
-    if previous_phase == "Scaling":
-        return "Scaling"
-    return "Creating"
+    if not observed.formed and (quorum is None or not quorum.has_leader):
+        return "Creating"
+    return "Scaling"
+
+
+def replica_fields(r: ReplicaState, quorum: ObservedQuorum) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": r.id}
+    if r.directory_id:
+        out["directoryId"] = r.directory_id
+    behind = lag(r, quorum)
+    if behind is not None:
+        out["lag"] = behind
+    return out
+
+
+def quorum_fields(quorum: ObservedQuorum) -> dict[str, Any]:
+    """The status fields DescribeQuorum fills."""
+    return {
+        "leader": quorum.leader_id,
+        "epoch": quorum.leader_epoch,
+        "highWatermark": quorum.high_watermark,
+        "voters": [replica_fields(v, quorum) for v in quorum.voters],
+        "observers": [replica_fields(o, quorum) for o in quorum.observers],
+        "voterIds": ",".join(str(v.id) for v in sorted(quorum.voters, key=lambda v: v.id)),
+    }
+
+
+def pending_fields(progress: Progress | None) -> dict[str, Any] | None:
+    p = progress.pending if progress else None
+    if p is None:
+        return None
+    out: dict[str, Any] = {
+        "kind": p.kind,
+        "id": p.key.id,
+        "step": "committing" if p.reflected_at >= 0 else "issued",
+        "issuedAtMs": p.issued_ms,
+    }
+    if p.key.directory_id:
+        out["directoryId"] = p.key.directory_id
+    return out
 
 
 def compute_status(
@@ -89,102 +142,89 @@ def compute_status(
     previous: Mapping[str, Any] | None,
     quorum_error: str | None = None,
     cluster_id: str | None = None,
+    progress: Progress | None = None,
+    settings: CatchUp | None = None,
 ) -> dict[str, Any]:
+    settings = settings or CatchUp()
     prev = previous or {}
     prev_conds: Sequence[Mapping[str, Any]] = prev.get("conditions") or []
     sts = observed.statefulset
-    ready = sts.ready_replicas if sts else 0
-    phase = phase_of(spec, observed, action, prev.get("phase"))
-    is_ready = isinstance(action, Converged)
-    refused = isinstance(action, Refused)
+
+    def cond(ctype: str, status: str, reason: str, message: str) -> dict[str, Any]:
+        return condition(
+            ctype, status, reason, message, generation=generation, now=now, previous=prev_conds
+        )
+
+    led = quorum is not None and quorum.has_leader
+    lagging = (
+        [v.id for v in quorum.voters if not caught_up(v, quorum, settings)]
+        if quorum is not None and led
+        else []
+    )
+    if isinstance(action, Refused):
+        degraded = cond("Degraded", "True", REFUSED_REASON, action.reason)
+    elif lagging:
+        ids = ", ".join(str(i) for i in lagging)
+        degraded = cond("Degraded", "True", "VoterNotCaughtUp", f"voters not caught up: {ids}")
+    else:
+        degraded = cond("Degraded", "False", "AsExpected", "every voter is caught up")
+    done = isinstance(action, Converged)
     conds = [
-        condition(
-            "Ready",
-            "True" if is_ready else "False",
-            "QuorumReady" if is_ready else REFUSED_REASON if refused else phase,
-            f"{ready}/{spec.replicas} replicas ready" + ("" if is_ready else f"; {action.reason}"),
-            generation=generation,
-            now=now,
-            previous=prev_conds,
+        available_condition(quorum, quorum_error, sts is not None, settings, cond),
+        cond(
+            "Progressing",
+            "False" if done else "True",
+            step_reason(action),
+            action.reason,
         ),
-        condition(
-            "ResourcesReconciled",
-            "False" if isinstance(action, Apply) else "True",
-            "Applying" if isinstance(action, Apply) else "UpToDate",
-            action.reason
-            if isinstance(action, Apply)
-            else "StatefulSet, Services, PodDisruptionBudget and ConfigMap match the spec",
-            generation=generation,
-            now=now,
-            previous=prev_conds,
-        ),
+        degraded,
     ]
     status: dict[str, Any] = {
-        "phase": phase,
+        "phase": phase_of(spec, observed, quorum, action, degraded["status"] == "True"),
         "observedGeneration": generation,
         "replicas": sts.replicas if sts else 0,
-        "readyReplicas": ready,
+        "readyReplicas": sts.ready_replicas if sts else 0,
         "labelSelector": names.label_selector(),
-        "clusterId": None,
+        "clusterId": cluster_id,
         "leader": None,
         "epoch": None,
         "highWatermark": None,
         "voters": None,
         "observers": None,
+        "voterIds": None,
+        "pendingOperation": pending_fields(progress),
+        "conditions": conds,
     }
-    status["clusterId"] = cluster_id
-    conds.append(quorum_condition(quorum, quorum_error, generation, now, prev_conds))
-    if quorum is not None and quorum.leader_id >= 0:
+    if quorum is not None and led:
         status.update(quorum_fields(quorum))
         status["clusterId"] = quorum.cluster_id or cluster_id
-    status["conditions"] = conds
     return status
 
 
-def quorum_fields(quorum: ObservedQuorum) -> dict[str, Any]:
-    """The status fields DescribeQuorum fills (directoryId omitted when the replica has none)."""
-
-    def node(v: VoterKey) -> dict[str, Any]:
-        return {"id": v.id, "directoryId": v.directory_id} if v.directory_id else {"id": v.id}
-
-    return {
-        "leader": quorum.leader_id,
-        "epoch": quorum.leader_epoch,
-        "highWatermark": quorum.high_watermark,
-        "voters": [node(v) for v in quorum.voters],
-        "observers": [node(o) for o in quorum.observers],
-    }
-
-
-def quorum_condition(
+def available_condition(
     quorum: ObservedQuorum | None,
     error: str | None,
-    generation: int,
-    now: str,
-    previous: Sequence[Mapping[str, Any]],
+    exists: bool,
+    settings: CatchUp,
+    cond: Any,
 ) -> dict[str, Any]:
-    if quorum is not None and quorum.leader_id >= 0:
-        status, reason = "True", "LeaderElected"
+    if quorum is not None and quorum.has_leader:
+        healthy = healthy_keys(quorum, settings)
+        up = sum(1 for v in quorum.voters if v.key in healthy)
         message = (
-            f"leader {quorum.leader_id} in epoch {quorum.leader_epoch}, "
-            f"{len(quorum.voters)} voters, high watermark {quorum.high_watermark}"
+            f"leader {quorum.leader_id} in epoch {quorum.leader_epoch}, {up} of "
+            f"{len(quorum.voters)} voters caught up, high watermark {quorum.high_watermark}"
         )
-    elif quorum is not None:
-        status, reason = "False", "NoLeader"
-        message = f"no leader elected (epoch {quorum.leader_epoch})"
-    elif error:
-        status, reason, message = "False", "QuorumUnreachable", error
-    else:
-        status, reason, message = "Unknown", "NotObserved", "the quorum has not been described"
-    return condition(
-        "QuorumAvailable",
-        status,
-        reason,
-        message,
-        generation=generation,
-        now=now,
-        previous=previous,
-    )
+        if 2 * up > len(quorum.voters):
+            return dict(cond("Available", "True", "QuorumAvailable", message))
+        return dict(cond("Available", "False", "VotersLagging", message))
+    if quorum is not None:
+        return dict(
+            cond("Available", "False", "NoLeader", f"no leader (epoch {quorum.leader_epoch})")
+        )
+    if error and exists:
+        return dict(cond("Available", "False", "QuorumUnreachable", error))
+    return dict(cond("Available", "Unknown", "NotObserved", "the quorum has not been described"))
 
 
 def differs(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from metaquorum_operator import builders
-from metaquorum_operator.model import DATA_DIR, Names, OperatorConfig, Owner, QuorumSpec
+from metaquorum_operator.model import DATA_DIR, Names, Owner, QuorumSpec
 
 NAMES = Names("q", "ns")
 OWNER = Owner("q", "uid-1")
-OP = OperatorConfig(node_command=("node",), quorum_mode="none")
 
 
 def props(text: str) -> dict[str, str]:
@@ -28,7 +27,7 @@ def all_objects(spec: QuorumSpec) -> list[dict]:
         builders.headless_service(spec, NAMES, OWNER),
         builders.client_service(spec, NAMES, OWNER),
         builders.pod_disruption_budget(spec, NAMES, OWNER),
-        builders.statefulset(spec, NAMES, OWNER, OP, 3),
+        builders.statefulset(spec, NAMES, OWNER, 3),
     ]
 
 
@@ -48,7 +47,7 @@ def test_builders_are_deterministic() -> None:
 
 def test_statefulset_shape() -> None:
     spec = QuorumSpec(storage_size="3Gi", storage_class_name="fast")
-    sts = builders.statefulset(spec, NAMES, OWNER, OP, 2)["spec"]
+    sts = builders.statefulset(spec, NAMES, OWNER, 2)["spec"]
     assert sts["replicas"] == 2
     assert sts["podManagementPolicy"] == "Parallel"
     assert sts["updateStrategy"] == {"type": "OnDelete"}
@@ -56,9 +55,12 @@ def test_statefulset_shape() -> None:
     (vct,) = sts["volumeClaimTemplates"]
     assert vct["spec"]["resources"]["requests"]["storage"] == "3Gi"
     assert vct["spec"]["storageClassName"] == "fast"
-    assert sts["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Retain"
+    assert sts["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Delete",
+    }
     (c,) = sts["template"]["spec"]["containers"]
-    assert c["command"] == ["node"]
+    assert c["command"] == ["metaquorum", "server", "start"]
     assert {"name": "data", "mountPath": DATA_DIR} in c["volumeMounts"]
     assert c["readinessProbe"]["httpGet"]["port"] == "http"
     assert sts["selector"]["matchLabels"].items() <= sts["template"]["metadata"]["labels"].items()
@@ -67,24 +69,24 @@ def test_statefulset_shape() -> None:
 def test_statefulset_hash_ignores_replicas_but_not_the_template() -> None:
     h = lambda o: o["metadata"]["annotations"][builders.SPEC_HASH]  # noqa: E731
     base = QuorumSpec()
-    assert h(builders.statefulset(base, NAMES, OWNER, OP, 1)) == h(
-        builders.statefulset(base, NAMES, OWNER, OP, 5)
+    assert h(builders.statefulset(base, NAMES, OWNER, 1)) == h(
+        builders.statefulset(base, NAMES, OWNER, 5)
     )
     other = dataclasses.replace(base, image="other:2")
-    assert h(builders.statefulset(base, NAMES, OWNER, OP, 1)) != h(
-        builders.statefulset(other, NAMES, OWNER, OP, 1)
+    assert h(builders.statefulset(base, NAMES, OWNER, 1)) != h(
+        builders.statefulset(other, NAMES, OWNER, 1)
     )
 
 
 def test_config_changes_change_the_pod_template() -> None:
     a = QuorumSpec()
     b = dataclasses.replace(a, config={"controller.quorum.fetch.timeout.ms": "3000"})
-    ta = builders.statefulset(a, NAMES, OWNER, OP, 3)["spec"]["template"]
-    tb = builders.statefulset(b, NAMES, OWNER, OP, 3)["spec"]["template"]
+    ta = builders.statefulset(a, NAMES, OWNER, 3)["spec"]["template"]
+    tb = builders.statefulset(b, NAMES, OWNER, 3)["spec"]["template"]
     assert ta != tb
 
 
-def test_server_properties_use_kafka_names_and_list_every_voter() -> None:
+def test_server_properties_use_kafka_names_and_the_bootstrap_servers() -> None:
     spec = QuorumSpec(replicas=3, config={"controller.quorum.election.timeout.ms": "500"})
     p = props(builders.configmap(spec, NAMES, OWNER)["data"]["server.properties"])
     assert p["process.roles"] == "controller"
@@ -93,12 +95,30 @@ def test_server_properties_use_kafka_names_and_list_every_voter() -> None:
     assert p["controller.quorum.election.timeout.ms"] == "500"
     servers = p["controller.quorum.bootstrap.servers"].split(",")
     assert servers == [f"q-{i}.q-headless.ns.svc.cluster.local:9093" for i in range(3)]
-    assert "node.id" not in p
+    assert "node.id" not in p and "controller.quorum.voters" not in p
+    assert p["controller.quorum.auto.join.enable"] == "false"  # the operator adds voters
+
+
+def test_scaling_changes_the_bootstrap_list_but_restarts_nothing() -> None:
+    a, b = QuorumSpec(replicas=3), QuorumSpec(replicas=5)
+    assert builders.configmap(a, NAMES, OWNER) != builders.configmap(b, NAMES, OWNER)
+    ta = builders.statefulset(a, NAMES, OWNER, 3)["spec"]["template"]
+    tb = builders.statefulset(b, NAMES, OWNER, 3)["spec"]["template"]
+    assert ta == tb
+
+
+def test_configmap_carries_the_bootstrap_mode_and_the_tombstones() -> None:
+    spec = QuorumSpec()
+    new = builders.configmap(spec, NAMES, OWNER)["data"]
+    assert new["bootstrap"] == "standalone" and new["removed-directory-ids"] == ""
+    formed = builders.configmap(spec, NAMES, OWNER, formed=True, tombstones=frozenset({"B", "A"}))
+    assert formed["data"]["bootstrap"] == "join"
+    assert formed["data"]["removed-directory-ids"] == "A\nB\n"
 
 
 def test_tls_adds_the_secret_volume_and_ssl_listener() -> None:
     spec = QuorumSpec(tls_enabled=True, tls_secret_name="certs")
-    sts = builders.statefulset(spec, NAMES, OWNER, OP, 3)["spec"]["template"]["spec"]
+    sts = builders.statefulset(spec, NAMES, OWNER, 3)["spec"]["template"]["spec"]
     assert {"name": "tls", "secret": {"secretName": "certs"}} in sts["volumes"]
     p = props(builders.configmap(spec, NAMES, OWNER)["data"]["server.properties"])
     assert p["listener.security.protocol.map"] == "CONTROLLER:SSL"
@@ -117,7 +137,7 @@ def test_services_and_pdb() -> None:
 
 
 def test_update_patch_leaves_immutable_fields_and_replicas_alone() -> None:
-    desired = builders.statefulset(QuorumSpec(), NAMES, OWNER, OP, 3)
+    desired = builders.statefulset(QuorumSpec(), NAMES, OWNER, 3)
     patch = builders.statefulset_update_patch(desired)
     for key in (*builders.STATEFULSET_IMMUTABLE, "replicas"):
         assert key not in patch["spec"]
@@ -131,15 +151,26 @@ def test_per_pod_env_uses_the_nodes_override_names() -> None:
     from metaquorum_operator.model import MANAGED_KEYS
 
     spec = QuorumSpec(controller_port=19093, http_port=18080)
-    sts = builders.statefulset(spec, NAMES, OWNER, OP, 3)
+    sts = builders.statefulset(spec, NAMES, OWNER, 3)
     (c,) = sts["spec"]["template"]["spec"]["containers"]
+    (init,) = sts["spec"]["template"]["spec"]["initContainers"]
+    assert init["env"] == c["env"]  # format and start read the same overrides
     env = {e["name"]: e.get("value", "") for e in c["env"]}
     keys = env_overrides(env)
     assert keys["listeners"] == "CONTROLLER://$(POD_IP):19093"
+    assert keys["advertised.listeners"] == (
+        "CONTROLLER://$(POD_NAME).q-headless.ns.svc.cluster.local:19093"
+    )
     assert keys["metaquorum.http.listener"] == "$(POD_IP):18080"
     assert keys["metadata.log.dir"] == "/var/lib/metaquorum/data"
     assert set(keys) <= MANAGED_KEYS
-    assert set(keys) == {"node.id", "listeners", "metaquorum.http.listener", "metadata.log.dir"}
+    assert set(keys) == {
+        "node.id",
+        "listeners",
+        "advertised.listeners",
+        "metaquorum.http.listener",
+        "metadata.log.dir",
+    }
     node_id = next(e for e in c["env"] if e["name"] == "METAQUORUM_NODE_ID")
     path = node_id["valueFrom"]["fieldRef"]["fieldPath"]
     assert path == "metadata.labels['apps.kubernetes.io/pod-index']"

@@ -1,72 +1,106 @@
-"""The handlers' step loop (observe -> plan -> execute -> observe) over the cluster model."""
+"""The handlers' step loop (observe objects and quorum -> plan -> execute -> observe again) over
+the world model, and resuming a pending voter change from the status."""
 
 from __future__ import annotations
 
 from metaquorum_operator import handlers, planner
-from metaquorum_operator.model import Names
-from metaquorum_operator.planner import Apply, Converged, Wait
+from metaquorum_operator.membership import PendingChange, Progress
+from metaquorum_operator.observed import Observed, VoterKey
+from metaquorum_operator.planner import AddVoter, Apply, Converged, Wait
+from metaquorum_operator.status import pending_fields
 
-from tests.unit.operator.test_planner import World, converged, desired
-from tests.unit.operator.test_planner_static import LEADER_1
-from tests.unit.operator.test_planner_static import desired as static_desired
+from tests.unit.operator.test_planner import Driver, converged, desired
+from tests.unit.operator.world import ModelKube, ModelQuorum, World
 
 
-class ModelKube:
+class Counting(ModelQuorum):
     def __init__(self, world: World) -> None:
-        self.world = world
-        self.observations = 0
+        super().__init__(world)
+        self.describes = 0
 
-    def observe(self, names: Names) -> planner.Observed:
-        self.observations += 1
-        return self.world.observe()
-
-    def execute(self, action: planner.Action, names: Names) -> None:
-        self.world.apply(action)
+    def describe(self, desired: planner.Desired, observed: Observed):  # type: ignore[no-untyped-def]
+        self.describes += 1
+        return super().describe(desired, observed)
 
 
-def test_first_run_creates_every_object_then_waits_for_the_first_pod() -> None:
-    kube, want = ModelKube(World(slow=2)), desired(3)
+def run(
+    world: World, quorum: ModelQuorum, progress: Progress | None = None
+) -> tuple[handlers.Run, list[planner.Action]]:
     done: list[planner.Action] = []
-    action, observed = handlers.run_steps(kube, want, None, done.append)
-    assert [a.key for a in done if isinstance(a, Apply)] == list(planner.ORDER)
-    assert isinstance(action, Wait)
-    assert observed.statefulset is not None and observed.statefulset.replicas == 1
-    assert kube.observations == len(done) + 1
+    result = handlers.run_steps(
+        ModelKube(world),
+        quorum,
+        desired(3),
+        progress or Progress(),
+        on_action=done.append,
+        on_failure=lambda a, e: None,
+        clock=lambda: world.clock_ms,
+    )
+    return result, done
+
+
+def test_first_run_creates_every_object_and_describes_after_every_action() -> None:
+    world = World(slow=2)
+    quorum = Counting(world)
+    result, done = run(world, quorum)
+    applied = [a for a in done if isinstance(a, Apply)]
+    assert [a.key for a in applied[:5]] == list(planner.ORDER) and all(
+        a.create for a in applied[:5]
+    )
+    # pod 0 formed the quorum alone: from then on no empty volume formats --standalone
+    assert [a.manifest["data"]["bootstrap"] for a in applied[5:]] == ["join"]
+    assert isinstance(result.action, Wait)
+    assert result.observed.statefulset is not None and result.observed.statefulset.replicas == 1
+    assert quorum.describes == len(done) + 1  # the quorum is observed again after each action
 
 
 def test_repeated_runs_converge_and_then_do_nothing() -> None:
-    kube, want = ModelKube(World(slow=1)), desired(5)
-    for _ in range(50):
-        done: list[planner.Action] = []
-        action, _observed = handlers.run_steps(kube, want, None, done.append)
-        assert len(done) <= handlers.MAX_STEPS
-        if isinstance(action, Converged):
-            break
-    converged(kube.world, want)
-    done = []
-    action, _ = handlers.run_steps(kube, want, None, done.append)
-    assert isinstance(action, Converged) and done == []
+    d = Driver(World())
+    d.until(desired(5))
+    converged(d.world, desired(5))
+    n = len(d.actions)
+    assert isinstance(d.run(desired(5)), Converged) and len(d.actions) == n
 
 
-def test_describe_names_the_object_and_the_reason() -> None:
-    kube, want = ModelKube(World()), desired(3)
-    done: list[planner.Action] = []
-    handlers.run_steps(kube, want, None, done.append)
+def test_describe_names_the_object_the_voter_and_the_reason() -> None:
+    world = World()
+    _, done = run(world, ModelQuorum(world))
     text = handlers._describe(done[0])
     assert text == "created ConfigMap q-config (ConfigMap q-config is missing)"
+    add = AddVoter(VoterKey(3, "DIR"), "node 3 caught up as an observer")
+    assert handlers._describe(add) == (
+        "added voter 3 (directory DIR) (node 3 caught up as an observer)"
+    )
 
 
-def test_a_refused_plan_executes_nothing() -> None:
-    kube = ModelKube(World(slow=0))
-    handlers.run_steps(kube, static_desired(3), LEADER_1, lambda a: None)
-    done: list[planner.Action] = []
-    action, observed = handlers.run_steps(kube, static_desired(5), LEADER_1, done.append)
-    assert isinstance(action, planner.Refused) and done == []
-    assert observed.statefulset is not None and observed.statefulset.replicas == 3
+def test_a_pending_change_survives_an_operator_restart_through_the_status() -> None:
+    key = VoterKey(2, "D2")
+    progress = Progress(pending=PendingChange("remove", key, issued_ms=99, reflected_at=5))
+    status = {"pendingOperation": pending_fields(progress)}
+    resumed = handlers.progress_from_status(status)
+    assert resumed.pending == PendingChange("remove", key, issued_ms=99)
+    assert handlers.progress_from_status({}) == Progress()
+    assert handlers.progress_from_status({"pendingOperation": {"kind": "odd", "id": 1}}) == (
+        Progress()
+    )
 
 
-def test_no_describe_before_the_statefulset_or_for_a_quorumless_workload() -> None:
-    kube = ModelKube(World())
-    assert handlers.observe_quorum(kube, static_desired(3)) == handlers.observe.Observation(None)
-    handlers.run_steps(kube, desired(3), None, lambda a: None)  # quorum mode "none"
-    assert handlers.observe_quorum(kube, desired(3)) == handlers.observe.Observation(None)
+def test_a_restarted_operator_waits_for_the_change_it_left_open() -> None:
+    world = World(ack=False, commit_delay=4)
+    d = Driver(world)
+    d.until(desired(1))
+    for _ in range(6):  # scale to 2: the add of node 1 is sent and left unanswered
+        d.run(desired(2))
+        if world.uncommitted is not None:
+            break
+    assert world.uncommitted is not None and d.progress.pending is not None
+    # a new operator process: only the status survives
+    fresh = Driver(
+        world,
+        progress=handlers.progress_from_status({"pendingOperation": pending_fields(d.progress)}),
+    )
+    action = fresh.run(desired(2))
+    assert isinstance(action, Wait) and "commit" in action.reason
+    assert len(world.changes) == 1
+    fresh.until(desired(2))
+    converged(world, desired(2))

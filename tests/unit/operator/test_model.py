@@ -73,13 +73,14 @@ def test_names_are_derived_from_the_resource_name() -> None:
     assert n.selector_labels().items() <= n.labels().items()
 
 
-def test_operator_config_reads_a_json_node_command() -> None:
-    assert OperatorConfig.from_env({}).node_command == ("metaquorum", "server", "start")
-    cfg = OperatorConfig.from_env({"METAQUORUM_NODE_COMMAND": '["python3", "x.py"]'})
-    assert cfg.node_command == ("python3", "x.py")
-    for bad in ('"python3"', "[]", "[1]"):
-        with pytest.raises(ValueError, match="JSON list"):
-            OperatorConfig.from_env({"METAQUORUM_NODE_COMMAND": bad})
+def test_operator_config_reads_the_catch_up_settings() -> None:
+    assert OperatorConfig.from_env({}).catch_up.hold_ms == 3000
+    cfg = OperatorConfig.from_env(
+        {"METAQUORUM_CATCH_UP_HOLD_MS": "500", "METAQUORUM_CATCH_UP_MAX_LAG_RECORDS": "7"}
+    )
+    assert (cfg.catch_up.hold_ms, cfg.catch_up.max_lag_records) == (500, 7)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        OperatorConfig.from_env({"METAQUORUM_CATCH_UP_MAX_LAG_MS": "soon"})
 
 
 def test_chart_ships_the_same_crd() -> None:

@@ -16,7 +16,7 @@ from metaquorum.protocol.messages import DescribeQuorumResponseData
 from metaquorum.protocol.types import Uuid
 from metaquorum_operator import observe
 from metaquorum_operator.model import Names, new_cluster_id
-from metaquorum_operator.planner import VoterKey
+from metaquorum_operator.observed import VoterKey
 
 
 def kafka_uuid_text(u: uuid.UUID) -> str:
@@ -30,7 +30,9 @@ def response(leader: int, epoch: int, hw: int, dirs: dict[int, str]) -> Describe
         return R.ReplicaState(
             replica_id=i,
             replica_directory_id=Uuid.from_string(dirs[i]) if dirs.get(i) else Uuid.ZERO,
-            log_end_offset=hw,
+            log_end_offset=hw - i,
+            last_fetch_timestamp=1000 + i,
+            last_caught_up_timestamp=900 + i,
         )
 
     part = R.PartitionData(
@@ -50,8 +52,14 @@ def test_describe_quorum_answer_maps_to_observed_quorum() -> None:
     info = quorum_info_of(response(leader=1, epoch=5, hw=123, dirs=dirs))
     q = observe.observed_quorum_of("cid-1", info)
     assert (q.cluster_id, q.leader_id, q.leader_epoch, q.high_watermark) == ("cid-1", 1, 5, 123)
-    assert q.voters == (VoterKey(0, dirs[0]), VoterKey(1, dirs[1]), VoterKey(2, ""))
-    assert q.observers == (VoterKey(7, dirs[7]),)
+    assert [v.key for v in q.voters] == [
+        VoterKey(0, dirs[0]),
+        VoterKey(1, dirs[1]),
+        VoterKey(2, ""),
+    ]
+    assert [o.key for o in q.observers] == [VoterKey(7, dirs[7])]
+    seven = q.observers[0]
+    assert (seven.log_end_offset, seven.last_fetch_ms, seven.last_caught_up_ms) == (116, 1007, 907)
 
 
 def test_bootstrap_is_every_pod_by_its_stable_name() -> None:

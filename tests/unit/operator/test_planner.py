@@ -1,209 +1,220 @@
-"""The planner against a small model of the cluster (StatefulSet controller + slow pods).
+"""The planner and the step loop against a model of the cluster and its KRaft quorum (world.py).
 
-The model applies each action as the apiserver and controllers would; the tests check
-convergence to the spec and the safety rules (one replica step at a time, nothing disrupted
-while a member is down), for hand-picked cases and for random spec changes (hypothesis).
+Hand-picked cases (bootstrap, scale up and down with the leader last, disk loss, a refused
+volume, a change that would lose the majority, a change left uncommitted) and hypothesis
+properties over random fault sequences: one voter change at a time, never an unsafe one, and
+convergence once the faults stop.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from metaquorum_operator import builders, planner
-from metaquorum_operator.model import Names, OperatorConfig, Owner, QuorumSpec
+from metaquorum_operator import handlers, planner
+from metaquorum_operator.membership import Progress
+from metaquorum_operator.model import OperatorConfig, QuorumSpec
 from metaquorum_operator.planner import (
+    AddVoter,
     Apply,
     Converged,
     DeletePod,
     Desired,
-    Observed,
-    ObservedObject,
-    ObservedPod,
-    ObservedStatefulSet,
+    Refused,
+    RemoveVoter,
     ScaleStatefulSet,
     Wait,
-    plan,
 )
 
-NAMES = Names("q", "ns")
-OWNER = Owner("q", "uid-1")
+from tests.unit.operator.world import NAMES, OWNER, ModelKube, ModelQuorum, World
+
+OP = OperatorConfig()
+OP = dataclasses.replace(OP, catch_up=dataclasses.replace(OP.catch_up, hold_ms=1000))
 
 
 def desired(replicas: int = 3, **kw: object) -> Desired:
-    return Desired(
-        QuorumSpec(replicas=replicas, **kw),
-        NAMES,
-        OWNER,  # type: ignore[arg-type]
-        OperatorConfig(("node",), quorum_mode="none"),
-    )
+    spec = QuorumSpec(replicas=replicas, cluster_id="MkU3OEVBNTcwNTJENDM2Qk", **kw)  # type: ignore[arg-type]
+    return Desired(spec, NAMES, OWNER, OP)
 
 
-@dataclass
-class World:
-    """Owned objects by key -> spec hash; a StatefulSet; pods with a readiness countdown."""
+@dataclasses.dataclass
+class Driver:
+    """The handlers' step loop over the world, with the operator's memory between runs."""
 
-    slow: int = 1  # observations a new pod needs before it is ready
-    objects: dict[str, str] = field(default_factory=dict)
-    replicas: int | None = None
-    template_hash: str | None = None
-    pods: dict[int, tuple[str, int]] = field(default_factory=dict)  # ordinal -> (rev, countdown)
-    deleted: list[str] = field(default_factory=list)
+    world: World
+    progress: Progress = dataclasses.field(default_factory=Progress)
+    actions: list[planner.Action] = dataclasses.field(default_factory=list)
+    failures: list[str] = dataclasses.field(default_factory=list)
 
-    def apply(self, action: planner.Action) -> None:
-        if isinstance(action, Apply):
-            h = action.manifest["metadata"]["annotations"][builders.SPEC_HASH]
-            self.objects[action.key] = h
-            if action.key == "StatefulSet":
-                if action.create:
-                    self.replicas = action.manifest["spec"]["replicas"]
-                self.template_hash = h
-        elif isinstance(action, ScaleStatefulSet):
-            self.replicas = action.replicas
-        elif isinstance(action, DeletePod):
-            self.deleted.append(action.name)
-            del self.pods[int(action.name.rsplit("-", 1)[1])]
+    def run(self, want: Desired) -> planner.Action:
+        def failed(action: planner.Action, error: str) -> None:
+            self.failures.append(f"{action}: {error}")
 
-    def observe(self) -> Observed:
-        """The controllers act, then the planner looks."""
-        if self.replicas is not None:
-            for i in list(self.pods):
-                if i >= self.replicas:
-                    del self.pods[i]
-            for i in range(self.replicas):
-                rev, left = self.pods.get(i, (str(self.template_hash), self.slow + 1))
-                self.pods[i] = (rev, max(0, left - 1))
-        objs = {k: ObservedObject(h, (OWNER.uid,)) for k, h in self.objects.items()}
-        sts = None
-        if self.replicas is not None:
-            sts = ObservedStatefulSet(
-                obj=objs.pop("StatefulSet"),
-                replicas=self.replicas,
-                ready_replicas=sum(1 for _, left in self.pods.values() if left == 0),
-                update_revision=self.template_hash,
-            )
-        pods = [
-            ObservedPod(NAMES.pod(i), i, ready=left == 0, revision=rev)
-            for i, (rev, left) in sorted(self.pods.items())
-        ]
-        return Observed(objects=objs, statefulset=sts, pods=pods)
+        result = handlers.run_steps(
+            ModelKube(self.world),
+            ModelQuorum(self.world),
+            want,
+            self.progress,
+            on_action=self.actions.append,
+            on_failure=failed,
+            clock=lambda: self.world.clock_ms,
+        )
+        self.progress = result.progress
+        return result.action
+
+    def until(self, want: Desired, done: type = Converged, limit: int = 80) -> planner.Action:
+        last: planner.Action = Converged()
+        for _ in range(limit):
+            last = self.run(want)
+            if isinstance(last, done):
+                return last
+        raise AssertionError(f"no {done.__name__} in {limit} runs: {last}; {self.actions[-4:]}")
 
 
-def run(world: World, want: Desired, limit: int = 200) -> list[planner.Action]:
-    actions: list[planner.Action] = []
-    for _ in range(limit):
-        observed = world.observe()
-        action = plan(want, observed)
-        actions.append(action)
-        if isinstance(action, Converged):
-            return actions
-        unready = [p for p in observed.pods if not p.ready]
-        if isinstance(action, (ScaleStatefulSet, DeletePod)):
-            assert not unready, f"{action} while {unready} not ready"
-        if isinstance(action, ScaleStatefulSet):
-            assert world.replicas is not None
-            assert abs(action.replicas - world.replicas) == 1
-        world.apply(action)
-    raise AssertionError(f"no convergence in {limit} steps: {actions[-5:]}")
+def voter_changes(actions: list[planner.Action]) -> list[tuple[str, int]]:
+    return [
+        ("add" if isinstance(a, AddVoter) else "remove", a.key.id)
+        for a in actions
+        if isinstance(a, (AddVoter, RemoveVoter))
+    ]
 
 
 def converged(world: World, want: Desired) -> None:
     assert world.replicas == want.spec.replicas
-    manifests = want.manifests(want.spec.replicas)
-    for key, m in manifests.items():
-        assert world.objects[key] == m["metadata"]["annotations"][builders.SPEC_HASH]
-    assert all(rev == world.template_hash and left == 0 for rev, left in world.pods.values())
+    assert sorted(world.voters) == list(range(want.spec.replicas))
+    assert world.uncommitted is None
+    for i, d in world.voters.items():
+        assert world.pods[i].directory == d
 
 
-def test_creation_order_and_growth_one_member_at_a_time() -> None:
-    world, want = World(), desired(3)
-    actions = run(world, want)
-    applied = [a.key for a in actions if isinstance(a, Apply)]
-    assert applied == list(planner.ORDER)
-    sts_create = next(a for a in actions if isinstance(a, Apply) and a.key == "StatefulSet")
-    assert sts_create.manifest["spec"]["replicas"] == 1
-    scales = [a.replicas for a in actions if isinstance(a, ScaleStatefulSet)]
-    assert scales == [2, 3]
-    assert any(isinstance(a, Wait) for a in actions)
-    converged(world, want)
-
-
-def test_converged_world_plans_nothing() -> None:
-    world, want = World(), desired(3)
-    run(world, want)
-    assert isinstance(plan(want, world.observe()), Converged)
-
-
-def test_config_change_updates_configmap_and_statefulset_then_rolls_highest_first() -> None:
+def test_a_new_quorum_bootstraps_from_one_standalone_member_and_adds_the_others() -> None:
     world = World()
-    run(world, desired(3))
-    want = desired(3, config={"controller.quorum.fetch.timeout.ms": "3000"})
-    actions = run(world, want)
-    assert [a.key for a in actions if isinstance(a, Apply)] == ["ConfigMap", "StatefulSet"]
-    assert all(not a.create for a in actions if isinstance(a, Apply))
-    assert world.deleted == ["q-2", "q-1", "q-0"]
-    converged(world, want)
+    d = Driver(world)
+    d.until(desired(3))
+    sts = next(a for a in d.actions if isinstance(a, Apply) and a.key == "StatefulSet")
+    assert sts.manifest["spec"]["replicas"] == 1
+    cm = [a for a in d.actions if isinstance(a, Apply) and a.key == "ConfigMap"]
+    assert cm[0].manifest["data"]["bootstrap"] == "standalone"
+    assert cm[-1].manifest["data"]["bootstrap"] == "join"  # once a leader was seen
+    assert voter_changes(d.actions) == [("add", 1), ("add", 2)]
+    converged(world, desired(3))
+    # a converged quorum is left alone
+    n = len(d.actions)
+    assert isinstance(d.run(desired(3)), Converged) and len(d.actions) == n
 
 
-def test_scaling_alone_rolls_no_pod() -> None:
+def test_scale_up_one_voter_at_a_time_then_down_highest_first_leader_last() -> None:
     world = World()
-    run(world, desired(3))
-    actions = run(world, desired(5)) + run(world, desired(1))
-    assert world.deleted == []
-    assert [a.key for a in actions if isinstance(a, Apply)] == ["ConfigMap", "ConfigMap"]
+    d = Driver(world)
+    d.until(desired(3))
+    d.actions.clear()
+    d.until(desired(5))
+    assert voter_changes(d.actions) == [("add", 3), ("add", 4)]
+    scales = [a.replicas for a in d.actions if isinstance(a, ScaleStatefulSet)]
+    assert scales == [4, 5]
+    # every scale-up waits for the previous member to be a voter
+    order = [type(a).__name__ for a in d.actions if isinstance(a, (AddVoter, ScaleStatefulSet))]
+    assert order == ["ScaleStatefulSet", "AddVoter", "ScaleStatefulSet", "AddVoter"]
+    converged(world, desired(5))
+    # down to 3 with the leader on pod 4: pod 3 goes first, the leader last
+    world.leader = 4
+    d.actions.clear()
+    d.until(desired(3))
+    assert voter_changes(d.actions) == [("remove", 3), ("remove", 4)]
+    steps = [a for a in d.actions if isinstance(a, (RemoveVoter, ScaleStatefulSet))]
+    assert [type(a).__name__ for a in steps] == [
+        "RemoveVoter",
+        "RemoveVoter",
+        "ScaleStatefulSet",
+        "ScaleStatefulSet",
+    ]
+    assert world.leader in (0, 1, 2)
+    converged(world, desired(3))
+    assert 3 not in world.disks and 4 not in world.disks  # whenScaled: Delete
 
 
-def test_scale_down_removes_before_rolling() -> None:
+def test_a_voter_that_lost_its_disk_is_replaced_by_its_new_directory() -> None:
     world = World()
-    run(world, desired(5))
-    actions = run(world, desired(3, image="new:1"))
-    kinds = [type(a).__name__ for a in actions if not isinstance(a, (Wait, Converged))]
-    first_delete = kinds.index("DeletePod")
-    assert kinds.count("ScaleStatefulSet") == 2
-    assert max(i for i, k in enumerate(kinds) if k == "ScaleStatefulSet") < first_delete
-    assert world.deleted == ["q-2", "q-1", "q-0"]
+    d = Driver(world)
+    d.until(desired(3))
+    old = world.voters[2]
+    world.lose_disk(2)
+    d.actions.clear()
+    d.until(desired(3))
+    new = world.voters[2]
+    assert new != old
+    kinds = [(type(a).__name__, getattr(a, "key", "")) for a in d.actions]
+    assert ("Apply", "ConfigMap") in kinds  # the old directory is tombstoned first...
+    assert old in world.tombstones
+    assert voter_changes(d.actions) == [("remove", 2), ("add", 2)]  # ...then removed, then added
+    removed = next(a for a in d.actions if isinstance(a, RemoveVoter))
+    assert removed.key.directory_id == old
+    converged(world, desired(3))
 
 
-def test_missing_object_is_recreated_and_foreign_object_refused() -> None:
-    world, want = World(), desired(3)
-    run(world, want)
-    del world.objects["ClientService"]
-    action = plan(want, world.observe())
-    assert isinstance(action, Apply) and action.create and action.key == "ClientService"
-    observed = world.observe()
-    foreign = dict(observed.objects)
-    foreign["ClientService"] = ObservedObject("x", ("someone-else",))
-    with pytest.raises(planner.NotOwned, match="Service q"):
-        plan(want, dataclasses.replace(observed, objects=foreign))
-
-
-def test_waits_while_a_pod_is_down() -> None:
-    world, want = World(), desired(3)
-    run(world, want)
-    observed = world.observe()
-    pods = [dataclasses.replace(p, ready=p.ordinal != 1) for p in observed.pods]
-    action = plan(want, dataclasses.replace(observed, pods=pods))
-    assert isinstance(action, Wait) and "q-1" in action.reason
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    first=st.integers(1, 9),
-    changes=st.lists(
-        st.tuples(st.integers(1, 9), st.sampled_from(["a", "b"]), st.integers(0, 3)), max_size=4
-    ),
-)
-def test_any_sequence_of_spec_changes_converges_safely(
-    first: int, changes: list[tuple[int, str, int]]
-) -> None:
+def test_a_volume_holding_a_replaced_directory_is_refused_not_reformatted() -> None:
     world = World()
-    run(world, desired(first))
-    converged(world, desired(first))
-    for replicas, image, slow in changes:
-        world.slow = slow
-        want = desired(replicas, image=image)
-        run(world, want)
-        converged(world, want)
+    d = Driver(world)
+    d.until(desired(3))
+    old = world.voters[1]
+    world.lose_disk(1)
+    d.until(desired(3))
+    # the old disk comes back (a PV re-attached): the pod refuses it
+    world.pods.pop(1)
+    world.disks[1] = old
+    action = d.until(desired(3), done=Refused)
+    assert "q-1" in action.reason and old in action.reason
+    assert world.disks[1] == old  # nothing reformatted
+    assert isinstance(d.run(desired(3)), Refused)
+
+
+def test_no_change_that_would_leave_no_caught_up_majority() -> None:
+    world = World()
+    d = Driver(world)
+    d.until(desired(5))
+    world.pods[1].alive = world.pods[2].alive = False
+    world.pods[1].countdown = world.pods[2].countdown = 10**6  # down for good
+    # scale-down would remove voter 4 leaving {0,1,2,3} with 1 and 2 down: 2 of 4 is no majority
+    d.actions.clear()
+    last = d.run(desired(3))
+    assert isinstance(last, Wait)
+    assert voter_changes(d.actions) == []
+
+
+def test_an_unanswered_change_is_never_followed_by_another() -> None:
+    # every change is appended, never answered (the RPC times out), and commits a few ticks later
+    world = World(ack=False, commit_delay=3)
+    d = Driver(world)
+    d.until(desired(3))
+    d.until(desired(5))
+    converged(world, desired(5))
+    assert voter_changes(world.changes) == [("add", 1), ("add", 2), ("add", 3), ("add", 4)]
+    assert len(d.failures) == 4  # one timeout each, and no second change while one was open
+    assert all("another voter change" not in f for f in d.failures), d.failures
+
+
+def test_plan_with_a_pending_change_only_waits_or_repeats_it() -> None:
+    world = World()
+    d = Driver(world)
+    d.until(desired(3))
+    observed, quorum = world.observe(), world.describe().quorum
+    from metaquorum_operator.membership import PendingChange
+    from metaquorum_operator.observed import VoterKey
+
+    pending = PendingChange("add", VoterKey(7, "X"), issued_ms=0)
+    action = planner.plan(desired(3), observed, quorum, Progress(pending=pending))
+    assert isinstance(action, Wait)
+    pending = PendingChange("remove", VoterKey(2, world.voters[2]), issued_ms=0)
+    action = planner.plan(desired(3), observed, quorum, Progress(pending=pending))
+    assert action == RemoveVoter(pending.key, action.reason)  # type: ignore[union-attr]
+
+
+def test_config_change_rolls_followers_first_the_leader_last() -> None:
+    world = World()
+    d = Driver(world)
+    d.until(desired(3))
+    world.leader = 0
+    d.actions.clear()
+    d.until(desired(3, config={"controller.quorum.fetch.timeout.ms": "3000"}))
+    rolled = [a.name for a in d.actions if isinstance(a, DeletePod)]
+    assert rolled == ["q-2", "q-1", "q-0"]
+    assert voter_changes(d.actions) == []

@@ -1,27 +1,45 @@
-"""Status from observation: conditions keep their transition time; quorum facts when known."""
+"""Status from observation: Available / Progressing / Degraded, replicas with directory ids and
+lag, the pending voter change, transition times that move only when a status flips."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from metaquorum_operator.membership import PendingChange, Progress
 from metaquorum_operator.model import Names, QuorumSpec
-from metaquorum_operator.planner import (
-    Apply,
-    Converged,
+from metaquorum_operator.observed import (
     Observed,
     ObservedObject,
     ObservedQuorum,
     ObservedStatefulSet,
-    Refused,
+    ReplicaState,
     VoterKey,
-    Wait,
 )
+from metaquorum_operator.planner import AddVoter, Apply, Converged, Refused, Wait
 from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
 
 NAMES = Names("q", "ns")
 STS = ObservedStatefulSet(obj=ObservedObject("h"), replicas=3, ready_replicas=3)
-WITH_STS = Observed(statefulset=STS)
+WITH_STS = Observed(statefulset=STS, formed=True)
+NOW = 50_000
 
 
-def status(action, observed=WITH_STS, quorum=None, now="T1", previous=None):  # type: ignore[no-untyped-def]
+def replica(i: int, d: str, leo: int = 100, seen: int = NOW) -> ReplicaState:
+    return ReplicaState(i, d, leo, seen, seen)
+
+
+HEALTHY = ObservedQuorum(
+    "abc",
+    leader_id=1,
+    leader_epoch=7,
+    high_watermark=95,
+    voters=(replica(0, "d0", 98), replica(1, "d1"), replica(2, "d2", 99)),
+    observers=(replica(3, "d3", 40, NOW - 10_000),),
+)
+
+
+def status(action: Any, observed: Observed = WITH_STS, quorum: Any = None, **kw: Any) -> Any:
+    args: dict[str, Any] = {"now": "T1", "previous": None, **kw}
     return compute_status(
         QuorumSpec(replicas=3),
         NAMES,
@@ -29,116 +47,126 @@ def status(action, observed=WITH_STS, quorum=None, now="T1", previous=None):  # 
         observed=observed,
         quorum=quorum,
         action=action,
-        now=now,
-        previous=previous,
+        **args,
     )
 
 
-def cond(s: dict, ctype: str) -> dict:  # type: ignore[type-arg]
+def cond(s: dict[str, Any], ctype: str) -> dict[str, Any]:
     return next(c for c in s["conditions"] if c["type"] == ctype)
 
 
-def test_converged_is_ready_and_running() -> None:
-    s = status(Converged())
+def test_converged_healthy_quorum_is_available_not_progressing_not_degraded() -> None:
+    s = status(Converged(), quorum=HEALTHY)
     assert s["phase"] == "Running" and s["readyReplicas"] == 3 and s["replicas"] == 3
-    assert cond(s, "Ready")["status"] == "True"
-    assert cond(s, "ResourcesReconciled")["status"] == "True"
-    assert cond(s, "QuorumAvailable")["status"] == "Unknown"
-    assert s["leader"] is None and s["epoch"] is None
+    assert [(c["type"], c["status"]) for c in s["conditions"]] == [
+        ("Available", "True"),
+        ("Progressing", "False"),
+        ("Degraded", "False"),
+    ]
+    assert "leader 1 in epoch 7, 3 of 3 voters caught up" in cond(s, "Available")["message"]
+    assert (s["clusterId"], s["leader"], s["epoch"], s["highWatermark"]) == ("abc", 1, 7, 95)
+    assert s["voters"] == [
+        {"id": 0, "directoryId": "d0", "lag": 2},
+        {"id": 1, "directoryId": "d1", "lag": 0},
+        {"id": 2, "directoryId": "d2", "lag": 1},
+    ]
+    assert s["observers"] == [{"id": 3, "directoryId": "d3", "lag": 60}]
+    assert s["voterIds"] == "0,1,2"
+    assert s["pendingOperation"] is None
     assert all(c["observedGeneration"] == 4 for c in s["conditions"])
-    assert s["observedGeneration"] == 4
-    assert s["labelSelector"] == NAMES.label_selector()
+
+
+def test_a_lagging_voter_is_degraded_and_a_lost_majority_unavailable() -> None:
+    one_down = ObservedQuorum(
+        "abc", 1, 7, 95, voters=(replica(0, "d0", 10, NOW - 9000), replica(1, "d1"))
+    )
+    s = status(Wait("x"), quorum=one_down)
+    assert (cond(s, "Degraded")["status"], cond(s, "Degraded")["reason"]) == (
+        "True",
+        "VoterNotCaughtUp",
+    )
+    assert "voters not caught up: 0" in cond(s, "Degraded")["message"]
+    assert cond(s, "Available")["reason"] == "VotersLagging"  # 1 of 2 is no majority
+    assert s["phase"] == "Degraded"
+
+
+def test_a_voter_change_in_flight_is_progressing_with_its_pending_operation() -> None:
+    key = VoterKey(3, "d3")
+    progress = Progress(pending=PendingChange("add", key, issued_ms=7, reflected_at=120))
+    s = status(AddVoter(key, "node 3 caught up"), quorum=HEALTHY, progress=progress)
+    c = cond(s, "Progressing")
+    assert (c["status"], c["reason"], c["message"]) == ("True", "AddingVoter", "node 3 caught up")
+    assert s["pendingOperation"] == {
+        "kind": "add",
+        "id": 3,
+        "directoryId": "d3",
+        "step": "committing",
+        "issuedAtMs": 7,
+    }
+    assert s["phase"] == "Scaling"
 
 
 def test_transition_time_moves_only_when_the_status_flips() -> None:
-    first = status(Converged(), now="T1")
-    same = status(Converged(), now="T2", previous=first)
-    assert cond(same, "Ready")["lastTransitionTime"] == "T1"
-    flipped = status(Wait("q-1 down"), now="T3", previous=same)
-    assert cond(flipped, "Ready")["lastTransitionTime"] == "T3"
-    assert cond(flipped, "Ready")["status"] == "False"
-    assert "q-1 down" in cond(flipped, "Ready")["message"]
-    assert flipped["phase"] == "Degraded"
-    assert cond(flipped, "ResourcesReconciled")["lastTransitionTime"] == "T1"
+    first = status(Converged(), quorum=HEALTHY, now="T1")
+    same = status(Converged(), quorum=HEALTHY, now="T2", previous=first)
+    assert cond(same, "Progressing")["lastTransitionTime"] == "T1"
+    flipped = status(Wait("q-1 down"), quorum=HEALTHY, now="T3", previous=same)
+    assert cond(flipped, "Progressing")["lastTransitionTime"] == "T3"
+    assert cond(flipped, "Progressing")["message"] == "q-1 down"
+    assert cond(flipped, "Available")["lastTransitionTime"] == "T1"
 
 
-def test_applying_marks_resources_not_reconciled() -> None:
+def test_applying_and_pending_phases() -> None:
     s = status(Apply("ConfigMap", {}, create=True, reason="ConfigMap q-config is missing"))
-    c = cond(s, "ResourcesReconciled")
-    assert (c["status"], c["reason"], c["message"]) == (
-        "False",
-        "Applying",
-        "ConfigMap q-config is missing",
-    )
+    assert cond(s, "Progressing")["reason"] == "Applying"
     assert status(Wait("x"), observed=Observed())["phase"] == "Pending"
-
-
-def test_quorum_facts_are_reported_when_observed() -> None:
-    q = ObservedQuorum(
-        cluster_id="abc",
-        leader_id=1,
-        leader_epoch=7,
-        high_watermark=42,
-        voters=(VoterKey(0, "d0"), VoterKey(1, "d1")),
-        observers=(VoterKey(3, "d3"),),
-    )
-    s = status(Converged(), quorum=q)
-    assert (s["clusterId"], s["leader"], s["epoch"], s["highWatermark"]) == ("abc", 1, 7, 42)
-    assert s["voters"] == [{"id": 0, "directoryId": "d0"}, {"id": 1, "directoryId": "d1"}]
-    assert s["observers"] == [{"id": 3, "directoryId": "d3"}]
-    c = cond(s, "QuorumAvailable")
-    assert (c["status"], c["reason"], c["observedGeneration"]) == ("True", "LeaderElected", 4)
-    assert "leader 1 in epoch 7" in c["message"]
-
-
-def test_a_replica_without_directory_id_has_no_directory_id_field() -> None:
-    q = ObservedQuorum("abc", 0, 1, 0, voters=(VoterKey(0, ""),))
-    assert status(Converged(), quorum=q)["voters"] == [{"id": 0}]
+    creating = Observed(statefulset=STS, formed=False)
+    assert status(Wait("no leader"), observed=creating)["phase"] == "Creating"
 
 
 def test_unreachable_quorum_is_not_available_with_the_error() -> None:
-    before = status(Converged(), quorum=ObservedQuorum("abc", 1, 7, 42), now="T1")
-    s = compute_status(
-        QuorumSpec(replicas=3),
-        NAMES,
-        generation=5,
-        observed=WITH_STS,
-        quorum=None,
-        action=Converged(),
+    before = status(Converged(), quorum=HEALTHY, now="T1")
+    s = status(
+        Converged(),
         now="T2",
         previous=before,
         quorum_error="no bootstrap controller answered",
         cluster_id="cid",
     )
-    c = cond(s, "QuorumAvailable")
+    c = cond(s, "Available")
     assert (c["status"], c["reason"], c["lastTransitionTime"]) == (
         "False",
         "QuorumUnreachable",
         "T2",
     )
     assert c["message"] == "no bootstrap controller answered"
-    assert c["observedGeneration"] == 5
     assert s["clusterId"] == "cid"
-    # the leader and epoch are not kept from an earlier observation: status is observation
-    assert s["leader"] is None and s["epoch"] is None and s["voters"] is None
+    # nothing is kept from an earlier observation: status is observation
+    assert s["leader"] is None and s["voters"] is None and s["voterIds"] is None
 
 
-def test_no_leader_is_not_available() -> None:
+def test_no_leader_and_not_observed() -> None:
     s = status(Wait("x"), quorum=ObservedQuorum("abc", -1, 3, 0))
-    assert cond(s, "QuorumAvailable")["reason"] == "NoLeader"
-    assert s["leader"] is None
+    assert cond(s, "Available")["reason"] == "NoLeader" and s["leader"] is None
+    s = status(Wait("x"), observed=Observed())
+    assert cond(s, "Available")["status"] == "Unknown"
 
 
-def test_refused_replica_change_keeps_running_but_not_ready() -> None:
-    s = status(Refused("set spec.replicas back to 3"))
-    c = cond(s, "Ready")
-    assert (c["status"], c["reason"]) == ("False", REFUSED_REASON)
-    assert "spec.replicas back to 3" in c["message"]
-    assert s["phase"] == "Running"
+def test_a_refused_volume_is_degraded_with_the_fix() -> None:
+    s = status(Refused("q-1: the volume holds cluster X: delete this pod's PVC"), quorum=HEALTHY)
+    c = cond(s, "Degraded")
+    assert (c["status"], c["reason"]) == ("True", REFUSED_REASON)
+    assert "delete this pod's PVC" in c["message"]
+    assert s["phase"] == "Degraded"
+
+
+def test_a_replica_without_directory_or_progress_has_only_its_id() -> None:
+    q = ObservedQuorum("abc", 0, 1, 0, voters=(ReplicaState(0, ""),))
+    assert status(Converged(), quorum=q)["voters"] == [{"id": 0}]
 
 
 def test_differs_treats_none_as_absent() -> None:
-    s = status(Converged())
+    s = status(Converged(), quorum=HEALTHY)
     stored = {k: v for k, v in s.items() if v is not None}
     assert not differs(s, stored)
     assert differs(s, {**stored, "readyReplicas": 2})
