@@ -332,6 +332,9 @@ class RaftNode:
             voted = self.state.election(self.local_id).voted_key
         deadline = self.now_ms + self.config.fetch_timeout_ms
         hw = self.high_watermark
+        # Kafka's FollowerState keeps the leader's endpoints: a leader that removes itself
+        # stays reachable after the uncommitted set without it reaches this replica.
+        endpoint = endpoint or discovery.endpoint_of(self, leader_id)
         self.transition_to(
             FollowerState(
                 epoch, leader_id, deadline, voted, high_watermark=hw, leader_endpoint=endpoint

@@ -12,6 +12,7 @@ from dataclasses import replace
 from metaquorum.core import discovery
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.log import LogEntry
 from metaquorum.core.states import FollowerState, UnattachedState
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 from metaquorum.protocol.messages import (
@@ -23,7 +24,7 @@ from metaquorum.protocol.messages import (
 )
 from metaquorum.protocol.types import Uuid
 
-from tests.unit.core.context import RaftTestContext, fetch_request, fetch_response
+from tests.unit.core.context import RaftTestContext, begin_epoch, fetch_request, fetch_response
 
 
 def _ep(i: int) -> ListenerEndpoint:
@@ -158,3 +159,31 @@ def test_no_auto_join_when_disabled_or_before_kraft_version_1() -> None:
         ctx.respond(ctx._history[-1].destination, fetch_response(1, 5))
         assert ctx.sent(AddRaftVoterRequestData) == []
         assert [r.destination for r in ctx.sent(FetchRequestData)] == [1]
+
+
+def test_a_follower_keeps_its_leaders_endpoint_when_the_leader_removes_itself() -> None:
+    """The leader appends a set without itself; until that commits and it resigns, its
+    followers must still reach it (the runtime drops connections to non-voters)."""
+    voters = VoterSet.from_nodes(
+        VoterNode(ReplicaKey(i, _dir(i)), (_ep(i),), 0, 1) for i in (1, 2, 3, 4)
+    )
+    ctx = RaftTestContext(
+        2,
+        [1, 2, 3, 4],
+        voter_set=voters,
+        kraft_version=1,
+        directory_id=_dir(2),
+        endpoints=(_ep(2),),
+    )
+    ctx.request(1, begin_epoch(1, 5))  # no endpoint in the request: the voter set's
+    st = ctx.node.state
+    assert isinstance(st, FollowerState) and st.leader_endpoint == _ep(1)
+    without_leader = voters.remove_voter(ReplicaKey(1, _dir(1)))
+    assert without_leader is not None
+    record = without_leader.to_voters_record()
+    entry = LogEntry.of_control(ctx.node.log.end_offset, 5, record)
+    ctx.respond(1, fetch_response(1, 5), (entry,))
+    assert 1 not in ctx.node.voters
+    ctx.flush()
+    (fetch,) = ctx.sent(FetchRequestData)
+    assert (fetch.destination, fetch.endpoint) == (1, _ep(1))
