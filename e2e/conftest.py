@@ -58,6 +58,7 @@ class Cluster:
     api: client.ApiClient
     standin_control: str | None = None
     placeholder: list[str] = field(default_factory=list)
+    hosts_file: Path | None = None  # the stand-in's pod/service names (local cluster only)
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -164,6 +165,7 @@ def local_cluster() -> Iterator[Cluster]:
             api,
             standin_control=f"http://127.0.0.1:{port_file.read_text()}",
             placeholder=["python3", str(HERE / "placeholder_node.py")],
+            hosts_file=root / "kubelet" / "hosts",
         )
 
         def node_ready() -> bool:
@@ -211,20 +213,13 @@ def operator(cluster: Cluster) -> str:
     """helm install the chart; returns the operator's namespace once its Deployment is ready."""
     t0 = time.monotonic()
     if cluster.kind == "local":
-        values = [
-            "--set-json",
-            f"operator.nodeCommand={json.dumps(cluster.placeholder)}",
-            "--set",
-            "operator.reconcileInterval=1",
-        ]
+        values = ["--set", "operator.reconcileInterval=1"]
     else:
         values = [
             "--set",
             "image.repository=metaquorum/operator",
             "--set",
             "image.tag=e2e",
-            "--set-json",
-            f"operator.nodeCommand={json.dumps(cluster.placeholder)}",
         ]
     cluster.helm(
         "install",

@@ -35,8 +35,8 @@ from typing import Any
 import control
 import hostsfile
 import nodelease
-import podspec
 import probes
+import stages
 import volumes
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
@@ -75,6 +75,14 @@ class PodRun:
     ready_failures: int = 0
     grace: float = 30.0
     pv_dirs: dict[str, str] = field(default_factory=dict)
+    # initContainers then the first container (stages.py); `stage` is the one running now.
+    stages: list[stages.Stage] = field(default_factory=list)
+    stage: int = 0
+    log_offset: int = 0
+
+    @property
+    def initializing(self) -> bool:
+        return self.stage < len(self.stages) - 1
 
 
 class Kubelet:
@@ -187,15 +195,6 @@ class Kubelet:
         pod.setdefault("status", {}).update(
             {"podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "127.0.0.1"}
         )
-        c = spec["containers"][0]
-        env = podspec.resolve_env(pod, c, cms, secrets)
-        mounts = podspec.mount_map(c, vol_dirs)
-        env = {k: podspec.rewrite_paths(v, mounts) for k, v in env.items()}
-        try:
-            argv = podspec.process_argv(c, env, mounts)
-        except ValueError as e:
-            self.patch_status(meta, {"phase": "Failed", "reason": "NoCommand", "message": str(e)})
-            return
         venv_bin = str(Path(sys.executable).parent)
         base = {
             "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
@@ -208,20 +207,27 @@ class Kubelet:
         kubeconfig = pod_dir / "kubeconfig"
         if kubeconfig.exists():
             base["KUBECONFIG"] = str(kubeconfig)
-        workdir = podspec.rewrite_paths(c.get("workingDir") or "", mounts) or str(pod_dir)
+        try:
+            pod_stages = stages.build(pod, vol_dirs, cms, secrets, base_env=base, pod_dir=pod_dir)
+        except ValueError as e:
+            self.patch_status(meta, {"phase": "Failed", "reason": "NoCommand", "message": str(e)})
+            return
+        main = pod_stages[-1]
+        c = main.container
         run = PodRun(
             uid=meta["uid"],
             namespace=meta["namespace"],
             name=meta["name"],
             ip=ip,
-            argv=argv,
-            env={**base, **env},
-            cwd=workdir,
-            logfile=pod_dir / f"{c['name']}.log",
+            argv=main.argv,
+            env=main.env,
+            cwd=main.cwd,
+            logfile=main.logfile,
             probe=c.get("readinessProbe"),
             liveness=c.get("livenessProbe"),
             grace=float(spec.get("terminationGracePeriodSeconds") or 30),
             pv_dirs=pv_dirs,
+            stages=pod_stages,
         )
         self.runs[run.uid] = run
         self.launch(run)
@@ -236,34 +242,44 @@ class Kubelet:
             0,
             0,
         )
-        with open(run.logfile, "ab") as out:
+        st = run.stages[run.stage] if run.stages else None
+        argv, env, cwd, logfile = (
+            (st.argv, st.env, st.cwd, st.logfile)
+            if st is not None
+            else (run.argv, run.env, run.cwd, run.logfile)
+        )
+        with open(logfile, "ab") as out:
+            run.log_offset = out.tell()
             try:
                 run.proc = subprocess.Popen(
-                    run.argv,
-                    env=run.env,
-                    cwd=run.cwd,
+                    argv,
+                    env=env,
+                    cwd=cwd,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                 )
             except OSError as e:
-                out.write(f"stand-in: cannot start {run.argv}: {e}\n".encode())
+                out.write(f"stand-in: cannot start {argv}: {e}\n".encode())
                 run.proc = None
                 run.exited_at = time.monotonic()
                 return
-        (run.logfile.parent / "pid").write_text(str(run.proc.pid))
+        (logfile.parent / "pid").write_text(str(run.proc.pid))
         log.info(
             "started %s/%s pid %d ip %s: %s",
             run.namespace,
             run.name,
             run.proc.pid,
             run.ip,
-            " ".join(run.argv),
+            " ".join(argv),
         )
 
     def supervise(self, pod: dict[str, Any], run: PodRun) -> None:
         c = pod["spec"]["containers"][0]
+        if run.initializing:
+            self.supervise_init(pod, run, c)
+            return
         if run.proc is None or run.proc.poll() is not None:
             code = run.proc.returncode if run.proc is not None else 127
             if not run.reported_exit:
@@ -310,50 +326,57 @@ class Kubelet:
             run.ready = False
             self.report(pod["metadata"], run, c)
 
+    def supervise_init(self, pod: dict[str, Any], run: PodRun, c: dict[str, Any]) -> None:
+        """An init container: on success the next stage starts; on failure it is reported
+        (exit code, log tail as the message) and restarted after a back-off."""
+        if run.proc is not None and run.proc.poll() is None:
+            return
+        code = run.proc.returncode if run.proc is not None else 127
+        st = run.stages[run.stage]
+        if not run.reported_exit:
+            st.exit_code, st.finished_at = code, stages.now()
+            st.message = stages.log_tail(st.logfile, run.log_offset)
+            run.exited_at, run.reported_exit = time.monotonic(), True
+            if code == 0:
+                run.stage += 1
+                run.reported_exit = False
+                self.launch(run)
+            else:
+                log.info(
+                    "%s/%s init container %s exited %s",
+                    run.namespace,
+                    run.name,
+                    st.container["name"],
+                    code,
+                )
+            self.report(pod["metadata"], run, c)
+            return
+        if pod["spec"].get("restartPolicy", "Always") == "Never":
+            self.patch_status(pod["metadata"], {"phase": "Failed", "reason": "InitError"})
+        elif time.monotonic() - (run.exited_at or 0) >= min(10.0, 1.0 * 2**run.restarts):
+            run.restarts += 1
+            run.reported_exit = False
+            self.launch(run)
+            self.report(pod["metadata"], run, c)
+
     def report(self, meta: dict[str, Any], run: PodRun, c: dict[str, Any]) -> None:
         alive = run.proc is not None and run.proc.poll() is None
-        t = now()
-        ready = "True" if (alive and run.ready) else "False"
-        state: dict[str, Any] = (
-            {"running": {"startedAt": t}}
-            if alive
-            else {
-                "terminated": {
-                    "exitCode": run.proc.returncode if run.proc else 127,
-                    "reason": "Error",
-                    "finishedAt": t,
-                }
-            }
-        )
-        self.patch_status(
-            meta,
-            {
-                "phase": "Running",
-                "podIP": run.ip,
-                "podIPs": [{"ip": run.ip}],
-                "hostIP": "127.0.0.1",
-                "hostIPs": [{"ip": "127.0.0.1"}],
-                "startTime": t,
-                "conditions": [
-                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
-                    {"type": "Initialized", "status": "True", "lastTransitionTime": t},
-                    {"type": "ContainersReady", "status": ready, "lastTransitionTime": t},
-                    {"type": "Ready", "status": ready, "lastTransitionTime": t},
-                ],
-                "containerStatuses": [
-                    {
-                        "name": c["name"],
-                        "image": c.get("image", ""),
-                        "imageID": "",
-                        "containerID": f"standin://{run.proc.pid if run.proc else 0}",
-                        "ready": ready == "True",
-                        "started": alive,
-                        "restartCount": run.restarts,
-                        "state": state,
-                    }
-                ],
-            },
-        )
+        code = run.proc.returncode if run.proc is not None else 127
+        pid = run.proc.pid if run.proc is not None else 0
+        if run.initializing:
+            status = stages.pending_status(run.ip, run.stages, run.stage, alive)
+        else:
+            status = stages.running_status(
+                run.ip,
+                run.stages,
+                c,
+                alive=alive,
+                ready=alive and run.ready,
+                exit_code=code,
+                pid=pid,
+                restarts=run.restarts,
+            )
+        self.patch_status(meta, status)
 
     def patch_status(self, meta: dict[str, Any], status: dict[str, Any]) -> None:
         try:

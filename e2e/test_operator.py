@@ -1,9 +1,10 @@
 """The operator, installed by the chart and running with kopf, against the real control plane.
 
-`kubectl apply` of a sample MetadataQuorum yields the StatefulSet, Services, PDB and ConfigMap;
-pods run and the status and printer columns show them; scaling the CR changes the StatefulSet
-one replica at a time; a config change rolls the pods; deleting the CR cleans up; bad specs are
-refused by the apiserver with a clear message.
+`kubectl apply` of a sample MetadataQuorum yields the StatefulSet (with its format init
+container), Services, PDB and ConfigMap; the real node's pods run and the status and printer
+columns show them; a config change rolls the pods one at a time, the leader last, keeping every
+voter's directory; the PDB allows one voter down; deleting the CR cleans up; bad specs are
+refused by the apiserver with a clear message. Voter changes: test_operator_real_node.py.
 """
 
 from __future__ import annotations
@@ -25,12 +26,9 @@ SAMPLE = Path(__file__).resolve().parent / "samples" / "metadataquorum.yaml"
 
 
 def sample(ns: str, name: str = "quorum", **spec: Any) -> str:
-    """e2e/samples/metadataquorum.yaml in namespace ns, with the e2e image and `spec` merged,
-    run as the placeholder workload (quorum mode "none": it scales one replica at a time, which
-    a static quorum of the real node refuses; test_operator_real_node.py runs the real node)."""
+    """e2e/samples/metadataquorum.yaml in namespace ns, with the e2e image and `spec` merged."""
     body = yaml.safe_load(SAMPLE.read_text())
     body["metadata"].update({"name": name, "namespace": ns})
-    body["metadata"]["annotations"] = {"metaquorum.dev/quorum-mode": "none"}
     body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never", **spec})
     return json.dumps(body)
 
@@ -53,7 +51,7 @@ def running(cluster: Cluster, ns: str, replicas: int) -> bool:
 @pytest.fixture
 def quorum(cluster: Cluster, operator: str, namespace: str) -> str:
     cluster.kubectl("apply", "-f", "-", input=sample(namespace))
-    wait_for(lambda: running(cluster, namespace, 3), 90, "MetadataQuorum Running with 3 ready")
+    wait_for(lambda: running(cluster, namespace, 3), 240, "MetadataQuorum Running with 3 ready")
     return namespace
 
 
@@ -77,35 +75,34 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
     pdb = objs[-1]
     assert pdb.spec.max_unavailable == 1
     assert cluster.core.read_namespaced_service("quorum-headless", ns).spec.cluster_ip == "None"
-    # the pods run the node command with the operator's config mounted
+    (init,) = sts.spec.template.spec.init_containers
+    assert init.name == "format" and init.command[:2] == ["sh", "-c"]
+    # the pods run the node with the operator's config, each on its own formatted volume
     for i in range(3):
         s = cluster.pod_http(ns, f"quorum-{i}", 8080, "/status")
-        assert "process.roles=controller" in s["config"]
-        assert "controller.quorum.election.timeout.ms=1000" in s["config"]
-        assert s["node_id"] == str(i)  # from the pod-index label, as METAQUORUM_NODE_ID
-        assert s["data_dir"].endswith("/data")  # metadata.log.dir on the PVC
-        pod_ip = cluster.core.read_namespaced_pod(f"quorum-{i}", ns).status.pod_ip
-        assert s["listeners"] == f"CONTROLLER://{pod_ip}:9093"
+        assert s["node_id"] == i  # from the pod-index label, as METAQUORUM_NODE_ID
+        assert s["cluster_id"] == mq(cluster, ns)["spec"]["clusterId"]
         if cluster.kind == "local":  # the data dir is inside this pod's own PV
             pods = cluster.standin("/pods")
             vols = {p["name"]: p["volumes"] for p in pods if p["namespace"] == ns}
-            assert s["data_dir"].startswith(vols[f"quorum-{i}"][f"data-quorum-{i}"] + "/")
-        assert f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:9093" in s["config"]
+            pv = Path(vols[f"quorum-{i}"][f"data-quorum-{i}"])
+            assert (pv / "data" / "meta.properties").exists()
     status = mq(cluster, ns)["status"]
     conds = {c["type"]: c for c in status["conditions"]}
-    assert conds["Ready"]["status"] == "True"
-    assert conds["ResourcesReconciled"]["status"] == "True"
+    assert conds["Available"]["status"] == "True"
+    assert conds["Progressing"]["status"] == "False"
+    assert conds["Degraded"]["status"] == "False"
     assert status["labelSelector"] == (
         "app.kubernetes.io/instance=quorum,app.kubernetes.io/name=metaquorum"
     )
     table = cluster.kubectl("get", "metadataquorum", "quorum", "-n", ns).stdout.split("\n")
-    assert table[0].split() == ["NAME", "REPLICAS", "READY", "LEADER", "EPOCH", "PHASE", "AGE"]
-    assert table[1].split()[:4] == ["quorum", "3", "3", "Running"]  # leader/epoch unknown yet
+    assert table[0].split() == ["NAME", "REPLICAS", "VOTERS", "LEADER", "EPOCH", "PHASE", "AGE"]
+    assert table[1].split()[:3] == ["quorum", "3", "0,1,2"]
     events = cluster.core.list_namespaced_event(
         ns, field_selector="involvedObject.kind=MetadataQuorum"
     ).items
     reasons = {e.reason for e in events}
-    assert {"Created", "Scaled"} <= reasons
+    assert {"Created", "Scaled", "VoterAdded"} <= reasons
 
 
 def client_policy(cluster: Cluster) -> Any:
@@ -114,35 +111,11 @@ def client_policy(cluster: Cluster) -> Any:
     return client.PolicyV1Api(cluster.api)
 
 
-def test_scaling_the_cr_changes_the_statefulset(cluster: Cluster, quorum: str) -> None:
+def test_config_change_rolls_pods_leader_last_and_keeps_data(cluster: Cluster, quorum: str) -> None:
     ns = quorum
-    cluster.kubectl("scale", "metadataquorum", "quorum", "-n", ns, "--replicas=5")
-    wait_for(lambda: running(cluster, ns, 5), 90, "5 ready replicas")
-    assert cluster.apps.read_namespaced_stateful_set("quorum", ns).spec.replicas == 5
-    scaled = [
-        e.message
-        for e in cluster.core.list_namespaced_event(
-            ns, field_selector="involvedObject.kind=MetadataQuorum,reason=Scaled"
-        ).items
-    ]
-    assert any("to 4 replicas" in m for m in scaled) and any("to 5 replicas" in m for m in scaled)
-    cluster.kubectl(
-        "patch",
-        "metadataquorum",
-        "quorum",
-        "-n",
-        ns,
-        "--type=merge",
-        "-p",
-        '{"spec": {"replicas": 3}}',
-    )
-    wait_for(lambda: running(cluster, ns, 3), 90, "back to 3 ready replicas")
-    assert cluster.apps.read_namespaced_stateful_set("quorum", ns).spec.replicas == 3
-
-
-def test_config_change_rolls_pods_and_keeps_data(cluster: Cluster, quorum: str) -> None:
-    ns = quorum
-    before = cluster.pod_http(ns, "quorum-0", 8080, "/status")
+    before = mq(cluster, ns)["status"]
+    dirs = {v["id"]: v["directoryId"] for v in before["voters"]}
+    uids = {i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)}
     cluster.kubectl(
         "patch",
         "metadataquorum",
@@ -155,36 +128,20 @@ def test_config_change_rolls_pods_and_keeps_data(cluster: Cluster, quorum: str) 
     )
 
     def rolled() -> bool:
-        for i in range(3):
-            s = cluster.pod_http(ns, f"quorum-{i}", 8080, "/status")
-            if "controller.quorum.fetch.timeout.ms=3000" not in s["config"]:
-                return False
-        return running(cluster, ns, 3)
+        now = {
+            i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)
+        }
+        return all(now[i] != uids[i] for i in range(3)) and running(cluster, ns, 3)
 
-    wait_for(rolled, 120, "every pod restarted with the new config")
-    after = cluster.pod_http(ns, "quorum-0", 8080, "/status")
-    assert after["marker"] == before["marker"] and after["fresh"] is False
-
-
-def test_status_follows_what_the_operator_observes(cluster: Cluster, quorum: str) -> None:
-    ns = quorum
-
-    def ready_condition() -> dict[str, Any]:
-        conds = mq(cluster, ns)["status"]["conditions"]
-        return dict(next(c for c in conds if c["type"] == "Ready"))
-
-    since = ready_condition()["lastTransitionTime"]
-    cluster.pod_http(ns, "quorum-1", 8080, "/unready?seconds=10")
-
-    def degraded() -> dict[str, Any] | None:
-        st = mq(cluster, ns)["status"]
-        c = next(c for c in st["conditions"] if c["type"] == "Ready")
-        down = c["status"] == "False" and "quorum-1" in c["message"]
-        return st if down and st["phase"] == "Degraded" and st["readyReplicas"] == 2 else None
-
-    wait_for(degraded, 10, "Ready=False, Degraded, 2 ready while quorum-1 is unready")
-    wait_for(lambda: running(cluster, ns, 3), 60, "Running again")
-    assert ready_condition()["lastTransitionTime"] >= since
+    wait_for(rolled, 300, "every pod replaced with the new config")
+    after = mq(cluster, ns)["status"]
+    assert {v["id"]: v["directoryId"] for v in after["voters"]} == dirs  # the data stayed
+    events = cluster.core.list_namespaced_event(
+        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=RolledPod"
+    ).items
+    order = [e.message.split()[2] for e in sorted(events, key=lambda e: e.first_timestamp)]
+    assert sorted(order) == ["quorum-0", "quorum-1", "quorum-2"]
+    assert order[0] != f"quorum-{before['leader']}"  # followers first, the leader later
 
 
 def test_pdb_allows_one_voter_down(cluster: Cluster, quorum: str) -> None:

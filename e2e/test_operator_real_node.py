@@ -1,29 +1,54 @@
-"""The operator running the real node: the sample MetadataQuorum as a static 3-voter quorum.
+"""The operator runs a KIP-853 dynamic quorum of the real node on the real control plane.
 
-The chart's operator (quorum mode "static", its default) generates the cluster id into
-spec.clusterId, each pod formats its PVC on first start (`metaquorum storage format
---ignore-formatted`) and runs `metaquorum server start` with a static controller.quorum.voters of
-the pods' stable names. The operator describes the quorum through metaquorum.admin
-(DescribeCluster + DescribeQuorum on the pods' DNS names) and reports it: leader, epoch,
-highWatermark, voters, the QuorumAvailable condition and the Leader/Epoch printer columns; the
-oracle is each node's own /status. Deleting the leader's pod moves the epoch (and the columns).
-A replica change is refused (no dynamic voters yet, KIP-853) with a Warning event, nothing moves.
+The chart's operator, the sample MetadataQuorum, pods run by the kubelet stand-in: the format
+init container (pod 0 --standalone, the others --no-initial-controllers), then `metaquorum
+server start`. Shown here, with the live quorum as the oracle (DescribeQuorum through
+metaquorum.admin from the test, and each node's own /status):
+- a 3-replica quorum forms with 3 voters, each with its own directory id;
+- scale 3 -> 5 -> 3 while a client appends; the ledger (tests/integration/ledger.py) finds no
+  acknowledged record lost; the removed members' PVCs go;
+- a voter's PVC and pod deleted -> it comes back with a new directory id, the old one removed
+  from the voters and tombstoned;
+- the leader's pod deleted -> a new leader, the quorum whole again.
+Times of each step go to the e2e timings summary.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
+import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import Cluster, wait_for
+from conftest import TIMINGS, Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
+HERE = Path(__file__).resolve().parent
 GROUP, VERSION, PLURAL = "metaquorum.dev", "v1alpha1", "metadataquorums"
-SAMPLE = Path(__file__).resolve().parent / "samples" / "metadataquorum.yaml"
+SAMPLE = HERE / "samples" / "metadataquorum.yaml"
+
+
+def use_pod_names(cluster: Cluster) -> None:
+    """Resolve pods' stable names in this process as the pods do (the stand-in's hosts file)."""
+    if cluster.hosts_file is None:
+        pytest.skip("needs the kubelet stand-in's names (E2E_CLUSTER=local)")
+    if "standin_names" in sys.modules:
+        return
+    os.environ["METAQUORUM_E2E_HOSTS"] = str(cluster.hosts_file)
+    spec = importlib.util.spec_from_file_location(
+        "standin_names", HERE / "standin_site" / "sitecustomize.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["standin_names"] = module
+    spec.loader.exec_module(module)
 
 
 def mq(cluster: Cluster, ns: str) -> dict[str, Any]:
@@ -43,81 +68,177 @@ def columns(cluster: Cluster, ns: str) -> dict[str, str]:
     return dict(zip(header, row, strict=False)) if len(row) == len(header) else {}
 
 
-def agreed(cluster: Cluster, ns: str, after_epoch: int = -1) -> dict[str, Any] | None:
-    """The status once it names the leader every node agrees on, in an epoch > after_epoch."""
+def describe(ns: str, members: int) -> Any:
+    """DescribeQuorum from the test, as `metaquorum quorum describe --status` does."""
+    from metaquorum.admin.client import AdminClient
+    from metaquorum.net.endpoint import Endpoint
+
+    async def go() -> Any:
+        eps = [
+            Endpoint(f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local", 9093)
+            for i in range(members)
+        ]
+        admin = AdminClient(eps, timeout_s=5)
+        try:
+            return await admin.describe_quorum()
+        finally:
+            await admin.close()
+
+    return asyncio.run(go())
+
+
+def settled(cluster: Cluster, ns: str, voters: list[int]) -> dict[str, Any] | None:
+    """The resource once Running with exactly `voters`, agreeing with DescribeQuorum."""
     obj = mq(cluster, ns)
     st = obj.get("status") or {}
-    if st.get("leader") is None or cond(obj, "QuorumAvailable").get("status") != "True":
+    want = ",".join(map(str, voters))
+    if st.get("phase") != "Running" or st.get("voterIds") != want:
         return None
-    if st["epoch"] <= after_epoch or st.get("readyReplicas") != 3:
+    if st.get("observedGeneration") != obj["metadata"]["generation"]:
         return None
-    try:
-        nodes = [cluster.pod_http(ns, f"quorum-{i}", 8080, "/status") for i in range(3)]
-    except OSError:
-        return None
-    if {(n["leader_id"], n["epoch"]) for n in nodes} != {(st["leader"], st["epoch"])}:
-        return None
-    return dict(obj)
+    info = describe(ns, max(voters) + 1)
+    live = sorted((v.replica_id, str(v.directory_id)) for v in info.voters)
+    reported = sorted((v["id"], v.get("directoryId")) for v in st["voters"])
+    return obj if live == reported and info.leader_id == st["leader"] else None
 
 
-def test_operator_runs_the_real_node_and_reports_the_live_quorum(
-    cluster: Cluster, operator: str, namespace: str
-) -> None:
-    ns = namespace
+def apply_sample(cluster: Cluster, ns: str) -> None:
     body = yaml.safe_load(SAMPLE.read_text())
     body["metadata"]["namespace"] = ns
     body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never"})
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
 
-    obj = wait_for(lambda: agreed(cluster, ns), 150, "status naming the agreed leader")
-    st, spec = obj["status"], obj["spec"]
-    cluster_id = spec["clusterId"]  # generated by the operator
-    assert len(cluster_id) == 22 and st["clusterId"] == cluster_id
+
+@pytest.fixture
+def quorum(cluster: Cluster, operator: str, namespace: str) -> str:
+    use_pod_names(cluster)
+    t0 = time.monotonic()
+    apply_sample(cluster, namespace)
+    wait_for(lambda: settled(cluster, namespace, [0, 1, 2]), 240, "3 voters, Running")
+    TIMINGS["apply -> 3 voters Running (s)"] = time.monotonic() - t0
+    return namespace
+
+
+def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
+    cluster: Cluster, quorum: str
+) -> None:
+    ns = quorum
+    obj = mq(cluster, ns)
+    st = obj["status"]
+    dirs = [v["directoryId"] for v in st["voters"]]
+    assert len(set(dirs)) == 3 and all(len(d) == 22 for d in dirs)
+    assert st["clusterId"] == obj["spec"]["clusterId"]
     nodes = [cluster.pod_http(ns, f"quorum-{i}", 8080, "/status") for i in range(3)]
-    assert {n["cluster_id"] for n in nodes} == {cluster_id}  # every pod formatted with it
-    assert sorted(v["id"] for v in st["voters"]) == [0, 1, 2]
-    assert st["observers"] == []
-    assert st["highWatermark"] >= 1
-    c = cond(obj, "QuorumAvailable")
-    assert (
-        c["reason"] == "LeaderElected" and c["observedGeneration"] == obj["metadata"]["generation"]
-    )
+    assert {n["cluster_id"] for n in nodes} == {st["clusterId"]}
+    assert {(n["leader_id"], n["epoch"]) for n in nodes} == {(st["leader"], st["epoch"])}
+    assert all(sorted(n["voters"]) == [0, 1, 2] for n in nodes)
+    assert cond(obj, "Available")["status"] == "True"
+    assert cond(obj, "Degraded")["status"] == "False"
+    assert cond(obj, "Progressing")["status"] == "False"
     cols = columns(cluster, ns)
-    assert (cols["LEADER"], cols["EPOCH"], cols["PHASE"]) == (
+    assert (cols["REPLICAS"], cols["VOTERS"], cols["LEADER"], cols["PHASE"]) == (
+        "3",
+        "0,1,2",
         str(st["leader"]),
-        str(st["epoch"]),
         "Running",
     )
-    sts = cluster.apps.read_namespaced_stateful_set("quorum", ns)
-    assert sts.spec.replicas == 3  # a static quorum starts whole
+    events = cluster.core.list_namespaced_event(
+        ns, field_selector="involvedObject.kind=MetadataQuorum"
+    ).items
+    added = sorted(e.message for e in events if e.reason == "VoterAdded")
+    assert [m.split()[2] for m in added] == ["1", "2"]  # "added voter N ..."
+    # pod 0 bootstrapped alone; from then on the ConfigMap says join
+    cm = cluster.core.read_namespaced_config_map("quorum-config", ns)
+    assert cm.data["bootstrap"] == "join"
 
-    # the leader's pod goes: the quorum moves to a new epoch and the columns follow
+
+def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str) -> None:
+    from metaquorum.net.endpoint import Endpoint
+
+    sys.path.insert(0, str(HERE.parent))
+    from tests.integration.ledger import Ledger
+
+    ns = quorum
+    ledger = Ledger(
+        lambda: [
+            Endpoint(f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local", 9093) for i in range(3)
+        ]
+    ).start()
+    try:
+        ledger.wait_acked(20, timeout_s=60)
+        for target, voters in ((5, [0, 1, 2, 3, 4]), (3, [0, 1, 2])):
+            t0 = time.monotonic()
+            cluster.kubectl("scale", "metadataquorum", "quorum", "-n", ns, f"--replicas={target}")
+            wait_for(lambda v=voters: settled(cluster, ns, v), 300, f"voters {voters}")
+            TIMINGS[f"scale to {target} (s)"] = time.monotonic() - t0
+            ledger.wait_acked(20, timeout_s=60)
+        sts = cluster.apps.read_namespaced_stateful_set("quorum", ns)
+        assert sts.spec.replicas == 3
+        claims = {
+            c.metadata.name for c in cluster.core.list_namespaced_persistent_volume_claim(ns).items
+        }
+        wait_for(
+            lambda: (
+                not (
+                    {"data-quorum-3", "data-quorum-4"}
+                    & {
+                        c.metadata.name
+                        for c in cluster.core.list_namespaced_persistent_volume_claim(ns).items
+                    }
+                )
+            ),
+            60,
+            "the removed members' PVCs deleted (whenScaled: Delete)",
+        )
+        assert "data-quorum-0" in claims
+    finally:
+        ledger.stop()
+    result = ledger.check()
+    print(f"ledger: {result}")
+    assert result.acked >= 60
+    events = cluster.core.list_namespaced_event(
+        ns, field_selector="involvedObject.kind=MetadataQuorum"
+    ).items
+    removed = [e.message.split()[2] for e in events if e.reason == "VoterRemoved"]
+    assert sorted(removed) == ["3", "4"]
+
+
+def test_a_voter_whose_pvc_and_pod_are_deleted_comes_back_with_a_new_directory(
+    cluster: Cluster, quorum: str
+) -> None:
+    ns = quorum
+    st = mq(cluster, ns)["status"]
+    victim = next(v for v in st["voters"] if v["id"] != st["leader"])
+    i, old = victim["id"], victim["directoryId"]
+    t0 = time.monotonic()
+    cluster.kubectl("delete", "pvc", f"data-quorum-{i}", "-n", ns, "--wait=false")
+    cluster.kubectl("delete", "pod", f"quorum-{i}", "-n", ns)
+
+    def replaced() -> dict[str, Any] | None:
+        obj = settled(cluster, ns, [0, 1, 2])
+        if obj is None:
+            return None
+        new = next(v for v in obj["status"]["voters"] if v["id"] == i)
+        return obj if new["directoryId"] != old else None
+
+    obj = wait_for(replaced, 300, f"voter {i} back with a new directory id")
+    TIMINGS["disk replacement: PVC+pod deleted -> new voter (s)"] = time.monotonic() - t0
+    cm = cluster.core.read_namespaced_config_map("quorum-config", ns)
+    assert old in cm.data["removed-directory-ids"].split()
+    assert old not in [v["directoryId"] for v in obj["status"]["voters"]]
+
+
+def test_the_leaders_pod_deleted_heals_with_a_new_leader(cluster: Cluster, quorum: str) -> None:
+    ns = quorum
+    st = mq(cluster, ns)["status"]
     old_leader, old_epoch = st["leader"], st["epoch"]
-    cluster.kubectl("delete", "pod", f"quorum-{old_leader}", "-n", ns)
-    new = wait_for(lambda: agreed(cluster, ns, old_epoch), 150, "a new epoch in the status")
-    cols = columns(cluster, ns)
-    assert int(cols["EPOCH"]) > old_epoch
-    assert cols["LEADER"] == str(new["status"]["leader"])
-    print(f"leader {old_leader}@{old_epoch} -> {new['status']['leader']}@{cols['EPOCH']}")
+    t0 = time.monotonic()
+    cluster.kubectl("delete", "pod", f"quorum-{old_leader}", "-n", ns, "--wait=false")
 
-    # a replica change would need dynamic voters: refused, nothing moves
-    cluster.kubectl("scale", "metadataquorum", "quorum", "-n", ns, "--replicas=4")
-    wait_for(
-        lambda: cond(mq(cluster, ns), "Ready").get("reason") == "VoterChangeRefused",
-        30,
-        "Ready=False VoterChangeRefused",
-    )
-    assert "KIP-853" in cond(mq(cluster, ns), "Ready")["message"]
-    events = cluster.core.list_namespaced_event(ns).items
-    assert any(e.reason == "VoterChangeRefused" and e.type == "Warning" for e in events)
-    assert cluster.apps.read_namespaced_stateful_set("quorum", ns).spec.replicas == 3
-    cluster.kubectl("scale", "metadataquorum", "quorum", "-n", ns, "--replicas=3")
-    wait_for(lambda: cond(mq(cluster, ns), "Ready").get("status") == "True", 30, "Ready again at 3")
-    # the cluster id cannot change or go once the pods are formatted with it
-    for patch in (
-        ["--type=merge", "-p", '{"spec": {"clusterId": "AAAAAAAAAAAAAAAAAAAAAQ"}}'],
-        ["--type=json", "-p", '[{"op": "remove", "path": "/spec/clusterId"}]'],
-    ):
-        proc = cluster.kubectl("patch", "metadataquorum", "quorum", "-n", ns, *patch, check=False)
-        assert proc.returncode != 0 and "spec.clusterId is immutable" in proc.stderr, proc.stderr
-    cluster.kubectl("delete", "metadataquorum", "quorum", "-n", ns)
+    def healed() -> dict[str, Any] | None:
+        obj = settled(cluster, ns, [0, 1, 2])
+        return obj if obj and obj["status"]["epoch"] > old_epoch else None
+
+    obj = wait_for(healed, 180, "a new epoch with 3 voters again")
+    TIMINGS["leader pod deleted -> healed (s)"] = time.monotonic() - t0
+    print(f"leader {old_leader}@{old_epoch} -> {obj['status']['leader']}@{obj['status']['epoch']}")

@@ -6,6 +6,8 @@ hand per case.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import hostsfile
 import podspec
 import pytest
@@ -99,3 +101,67 @@ def test_hosts_entries_for_statefulset_pods_and_services() -> None:
     assert ("127.0.10.2", "h.ns.svc") in entries  # publishNotReadyAddresses
     assert ("127.0.10.1", "c.ns.svc.cluster.local") in entries
     assert not any(ip == "127.0.10.2" and name.startswith("c.") for ip, name in entries)
+
+
+def test_init_containers_become_stages_before_the_first_container(tmp_path: Path) -> None:
+    import stages
+
+    pod = {
+        "metadata": {"name": "p-0", "namespace": "ns", "labels": {}},
+        "spec": {
+            "initContainers": [
+                {
+                    "name": "format",
+                    "command": ["sh", "-c", "echo $(X)"],
+                    "env": [{"name": "X", "value": "1"}],
+                }
+            ],
+            "containers": [
+                {
+                    "name": "node",
+                    "command": ["run"],
+                    "args": ["/data/x"],
+                    "volumeMounts": [{"name": "d", "mountPath": "/data"}],
+                }
+            ],
+        },
+        "status": {},
+    }
+    got = stages.build(pod, {"d": "/tmp/vol"}, {}, {}, base_env={"B": "2"}, pod_dir=tmp_path)
+    assert [(s.container["name"], s.init) for s in got] == [("format", True), ("node", False)]
+    assert got[0].argv == ["sh", "-c", "echo 1"] and got[0].env == {"B": "2", "X": "1"}
+    assert got[1].argv == ["run", "/tmp/vol/x"]
+    assert got[0].logfile == tmp_path / "format.log"
+    # while the init container fails: Pending, Initialized False, the failure as lastState
+    got[0].exit_code, got[0].message = 3, "metaquorum-refused: no"
+    st = stages.pending_status("127.0.0.9", got, 0, alive=True)
+    assert st["phase"] == "Pending"
+    assert {c["type"]: c["status"] for c in st["conditions"]}["Initialized"] == "False"
+    (init,) = st["initContainerStatuses"]
+    assert "running" in init["state"]
+    assert init["lastState"]["terminated"] == {
+        "exitCode": 3,
+        "reason": "Error",
+        "message": "metaquorum-refused: no",
+        "finishedAt": init["lastState"]["terminated"]["finishedAt"],
+    }
+    # once it succeeded the first container runs and the init container is Completed
+    got[0].exit_code = 0
+    st = stages.running_status(
+        "127.0.0.9", got, got[1].container, alive=True, ready=True, exit_code=0, pid=7, restarts=0
+    )
+    assert st["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    assert st["containerStatuses"][0]["ready"] is True
+
+
+def test_log_tail_is_this_runs_last_lines(tmp_path: Path) -> None:
+    import stages
+
+    log = tmp_path / "c.log"
+    log.write_text("old run\n")
+    offset = log.stat().st_size
+    with open(log, "a") as f:
+        f.write("".join(f"line {i}\n" for i in range(100)))
+    tail = stages.log_tail(log, offset)
+    assert "old run" not in tail and tail.splitlines()[-1] == "line 99"
+    assert len(tail.splitlines()) == stages.MESSAGE_LINES
