@@ -194,7 +194,8 @@ class AdminQuorum:
         port = desired.spec.controller_port
         members = max(desired.spec.replicas, action.key.id + 1)
         bootstrap = observe.bootstrap_servers(desired.names, port, members)
-        observe.change(action, bootstrap, desired.names, port)
+        # an added voter's endpoint: its pod's stable name
+        observe.change(action, bootstrap, (desired.names.pod_fqdn(action.key.id), port))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -106,19 +106,18 @@ def describe(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) -> Observati
 async def change_async(
     action: AddVoter | RemoveVoter,
     bootstrap: str,
-    names: Names,
-    port: int,
+    endpoint: tuple[str, int],
     timeout_s: float = CHANGE_TIMEOUT_S,
 ) -> None:
     """Send one voter change to the leader; returns once it is committed, raises AdminError
-    with a one-line reason otherwise. An added voter's endpoint is its pod's stable name."""
+    with a one-line reason otherwise. `endpoint` is an added voter's CONTROLLER listener."""
     admin = AdminClient(parse_bootstrap(bootstrap), timeout_s=timeout_s)
     key = action.key
     directory = Uuid.from_string(key.directory_id or ZERO_DIRECTORY_ID)
     try:
         async with asyncio.timeout(timeout_s + 1):
             if isinstance(action, AddVoter):
-                listener = Listener("CONTROLLER", names.pod_fqdn(key.id), port)
+                listener = Listener("CONTROLLER", *endpoint)
                 await add_controller(admin, key.id, directory, [listener])
             else:
                 await remove_controller(admin, key.id, directory)
@@ -134,9 +133,8 @@ async def change_async(
 def change(
     action: AddVoter | RemoveVoter,
     bootstrap: str,
-    names: Names,
-    port: int,
+    endpoint: tuple[str, int],
     timeout_s: float = CHANGE_TIMEOUT_S,
 ) -> None:
     """Blocking form for a worker thread."""
-    asyncio.run(change_async(action, bootstrap, names, port, timeout_s))
+    asyncio.run(change_async(action, bootstrap, endpoint, timeout_s))
