@@ -10,7 +10,8 @@ formats its volume. Voter changes (AddRaftVoter / RemoveRaftVoter) are recorded 
 change before they are sent and cleared when the leader answers (it answers once the change is
 committed); the pending change is written to status.pendingOperation, so an operator restarted
 mid-change resumes it (progress_from_status). Every action is posted as a Kubernetes Event on
-the MetadataQuorum; a Refused plan posts one Warning when Degraded turns to its reason.
+the MetadataQuorum; one Warning is posted when Degraded turns True (VolumeRefused,
+VoterNotCaughtUp: a lost pod not rejoining within the bound).
 Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
 spec.storage.deleteClaimsOnDelete); kopf's finalizer only stops the timer first.
 
@@ -47,7 +48,7 @@ from metaquorum_operator.model import (
     new_cluster_id,
 )
 from metaquorum_operator.observed import Observed, VoterKey
-from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
+from metaquorum_operator.status import compute_status, differs
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
 MAX_STEPS = 8
@@ -111,8 +112,8 @@ def reconcile(
         owner=Owner(name=names.name, uid=str(meta["uid"])),
         operator=_state.get("operator") or OperatorConfig.from_env(),
     )
-    memory: dict[tuple[str, str], Progress] = _state.setdefault("progress", {})
-    key = (names.namespace, names.name)
+    memory: dict[tuple[str, str, str], Progress] = _state.setdefault("progress", {})
+    key = (names.namespace, names.name, str(meta["uid"]))
     progress = memory.get(key) or progress_from_status(dict(status))
 
     def done(action: planner.Action) -> None:
@@ -145,8 +146,9 @@ def reconcile(
         progress=run.progress,
         settings=desired.operator.catch_up,
     )
-    if isinstance(run.action, planner.Refused) and _degraded_reason(status) != REFUSED_REASON:
-        kopf.warn(body, reason=REFUSED_REASON, message=run.action.reason)
+    degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
+    if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
+        kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
     if differs(new, dict(status)):
         kube.write_status(names, new)
 

@@ -43,6 +43,9 @@ class CatchUp:
     # A change issued but never seen in the voter set is forgotten after this long (the RPC was
     # lost and the planner may choose again).
     pending_timeout_ms: int = 60_000
+    # A voter not caught up for this long (a pod lost and not rejoining) makes the resource
+    # Degraded, with a Warning Event.
+    rejoin_bound_ms: int = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +65,17 @@ class PendingChange:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """What the planner knows beyond one observation: the clock, a pending change, and since
-    when (operator clock, ms) each replica has been caught up without a break."""
+    """What the planner knows beyond one observation: the clock, a pending change, since when
+    (operator clock, ms) each replica has been caught up without a break, and since when each
+    voter has not been."""
 
     now_ms: int = 0
     pending: PendingChange | None = None
     caught_up_since: Mapping[VoterKey, int] = field(default_factory=dict)
+    lagging_since: Mapping[VoterKey, int] = field(default_factory=dict)
+
+    def lagging_longer_than(self, bound_ms: int) -> list[VoterKey]:
+        return sorted(k for k, t in self.lagging_since.items() if self.now_ms - t >= bound_ms)
 
 
 def lag(replica: ReplicaState, quorum: ObservedQuorum) -> int | None:
@@ -112,6 +120,9 @@ def advance(
         return replace(progress, now_ms=now_ms, caught_up_since={})
     healthy = healthy_keys(quorum, settings)
     since = {k: progress.caught_up_since.get(k, now_ms) for k in healthy}
+    lagging = {
+        k: progress.lagging_since.get(k, now_ms) for k in quorum.voter_keys() if k not in healthy
+    }
     pending = progress.pending
     if pending is not None:
         leader = quorum.leader()
@@ -124,7 +135,7 @@ def advance(
             pending = replace(pending, reflected_at=leo)
         elif quorum.high_watermark >= pending.reflected_at:
             pending = None  # committed
-    return Progress(now_ms=now_ms, pending=pending, caught_up_since=since)
+    return Progress(now_ms, pending, caught_up_since=since, lagging_since=lagging)
 
 
 def held(progress: Progress, key: VoterKey, settings: CatchUp) -> bool:

@@ -11,8 +11,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   client's one-line error), or Unknown/NotObserved before the StatefulSet exists.
 - `Progressing`: True while the planner has something to do (reason: the step, e.g. AddingVoter,
   RemovingVoter, Scaling, Rolling, Applying, Waiting); False/Converged when it has not.
-- `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter is not caught up
-  (VoterNotCaughtUp), False/AsExpected otherwise.
+- `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter has not been caught
+  up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
+  with CatchingUp while a voter is behind for less, AsExpected otherwise.
 Voters and observers are the leader's answer of this reconcile as {id, directoryId, lag} (lag in
 records behind the leader, absent when unknown), absent when the quorum cannot be described.
 A condition's lastTransitionTime changes only when its status does.
@@ -161,11 +162,21 @@ def compute_status(
         if quorum is not None and led
         else []
     )
+    bound = settings.rejoin_bound_ms
+    stuck = (progress or Progress()).lagging_longer_than(bound) if led else []
     if isinstance(action, Refused):
         degraded = cond("Degraded", "True", REFUSED_REASON, action.reason)
+    elif stuck:
+        ids = ", ".join(str(k.id) for k in stuck)
+        degraded = cond(
+            "Degraded",
+            "True",
+            "VoterNotCaughtUp",
+            f"voters not caught up for {bound // 1000} s or more: {ids}",
+        )
     elif lagging:
         ids = ", ".join(str(i) for i in lagging)
-        degraded = cond("Degraded", "True", "VoterNotCaughtUp", f"voters not caught up: {ids}")
+        degraded = cond("Degraded", "False", "CatchingUp", f"voters catching up: {ids}")
     else:
         degraded = cond("Degraded", "False", "AsExpected", "every voter is caught up")
     done = isinstance(action, Converged)
