@@ -5,8 +5,9 @@ init container (pod 0 --standalone, the others --no-initial-controllers), then `
 server start`. Shown here, with the live quorum as the oracle (DescribeQuorum through
 metaquorum.admin from the test, and each node's own /status):
 - a 3-replica quorum forms with 3 voters, each with its own directory id;
-- scale 3 -> 5 -> 3 while a client appends; the ledger (tests/integration/ledger.py) finds no
-  acknowledged record lost; the removed members' PVCs go;
+- scale 3 -> 5 -> 3 while a client appends; Kafka 4.3.1's `MetadataQuorumCommand describe
+  --status` agrees with the status at each step; the ledger (tests/integration/ledger.py) finds
+  no acknowledged record lost; the removed members' PVCs go;
 - a voter's PVC and pod deleted -> it comes back with a new directory id, the old one removed
   from the voters and tombstoned;
 - the leader's pod deleted -> a new leader, the quorum whole again.
@@ -19,6 +20,8 @@ import asyncio
 import importlib.util
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -85,6 +88,53 @@ def describe(ns: str, members: int) -> Any:
             await admin.close()
 
     return asyncio.run(go())
+
+
+def kafka_status(cluster: Cluster, ns: str, members: int) -> dict[str, Any]:
+    """Kafka 4.3.1's own `MetadataQuorumCommand describe --status` through the pods' stable
+    names (the JVM reads the stand-in's hosts file: jdk.net.hosts.file)."""
+    if shutil.which("java") is None or cluster.hosts_file is None:
+        pytest.skip("needs java and the stand-in's hosts file")
+    root = HERE.parent
+    version = (root / "KAFKA_VERSION").read_text().strip()
+    jars = (
+        subprocess.run(
+            [str(root / "scripts" / "kafka-jars.sh")],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KAFKA_VERSION": version},
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    boot = ",".join(
+        f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:9093" for i in range(members)
+    )
+    out = subprocess.run(
+        [
+            "java",
+            f"-Djdk.net.hosts.file={cluster.hosts_file}",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            f"{jars}/*",
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-controller",
+            boot,
+            "describe",
+            "--status",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    return {
+        "leader": int(fields["LeaderId"]),
+        "epoch": int(fields["LeaderEpoch"]),
+        "voters": {v["id"]: v["directoryId"] for v in json.loads(fields["CurrentVoters"])},
+    }
 
 
 def settled(cluster: Cluster, ns: str, voters: list[int]) -> dict[str, Any] | None:
@@ -169,8 +219,16 @@ def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str)
         for target, voters in ((5, [0, 1, 2, 3, 4]), (3, [0, 1, 2])):
             t0 = time.monotonic()
             cluster.kubectl("scale", "metadataquorum", "quorum", "-n", ns, f"--replicas={target}")
-            wait_for(lambda v=voters: settled(cluster, ns, v), 300, f"voters {voters}")
+            obj = wait_for(lambda v=voters: settled(cluster, ns, v), 300, f"voters {voters}")
             TIMINGS[f"scale to {target} (s)"] = time.monotonic() - t0
+            # Kafka's own tool agrees with the status (a leader change between the two reads
+            # would show as a higher epoch: then read the status again)
+            kafka = kafka_status(cluster, ns, target)
+            st = obj["status"]
+            if kafka["epoch"] != st["epoch"]:
+                st = mq(cluster, ns)["status"]
+            assert kafka["voters"] == {v["id"]: v["directoryId"] for v in st["voters"]}
+            assert (kafka["leader"], kafka["epoch"]) == (st["leader"], st["epoch"])
             ledger.wait_acked(20, timeout_s=60)
         sts = cluster.apps.read_namespaced_stateful_set("quorum", ns)
         assert sts.spec.replicas == 3
