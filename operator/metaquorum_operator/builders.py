@@ -43,17 +43,15 @@ REFUSED_PREFIX = "metaquorum-refused: "
 # The format init container (KIP-853 bootstrap). "$@" is its args (--config <file>); the node's
 # METAQUORUM_<KEY> env overrides apply. A formatted volume is checked, never reformatted: it must
 # hold this cluster, this node id and a directory id that was not replaced; else the container
-# exits REFUSED_EXIT with one line (also the termination message) and the pod does not start.
+# exits REFUSED_EXIT with one line, its termination message (FallbackToLogsOnError), and the pod
+# does not start.
 # An empty volume formats --standalone on pod 0 of a new quorum, else --no-initial-controllers
 # (the member joins as an observer and the operator adds it).
 FORMAT_SCRIPT = f"""set -u
 cfg={CONFIG_DIR}
 meta="$METAQUORUM_METADATA_LOG_DIR/meta.properties"
 fix="delete this pod's PVC (and the pod) to start it empty"
-refuse() {{
-  echo "{REFUSED_PREFIX}$*"; echo "{REFUSED_PREFIX}$*" >/dev/termination-log 2>/dev/null
-  exit {REFUSED_EXIT}
-}}
+refuse() {{ echo "{REFUSED_PREFIX}$*"; exit {REFUSED_EXIT}; }}
 if [ -f "$meta" ]; then
   cid=$(sed -n 's/^cluster[.]id=//p' "$meta")
   nid=$(sed -n 's/^node[.]id=//p' "$meta")
