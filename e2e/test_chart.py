@@ -58,6 +58,18 @@ def test_values_select_namespace_and_catch_up(cluster: Cluster) -> None:
     assert env["METAQUORUM_CATCH_UP_MAX_LAG_RECORDS"] == "100"
 
 
+def test_service_monitors_behind_a_value(cluster: Cluster) -> None:
+    docs = render(cluster, "--set", "metrics.serviceMonitor.enabled=true")
+    monitors = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceMonitor"}
+    assert sorted(monitors) == ["mq-metaquorum-nodes", "mq-metaquorum-operator"]
+    nodes = monitors["mq-metaquorum-nodes"]["spec"]
+    assert nodes["namespaceSelector"] == {"any": True}
+    assert nodes["selector"]["matchLabels"]["metaquorum.dev/metrics"] == "true"
+    assert nodes["endpoints"][0]["port"] == "http"
+    svc = next(d for d in docs if d["kind"] == "Service")
+    assert svc["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
 def test_values_schema_refuses_typos(cluster: Cluster) -> None:
     proc = cluster.helm("template", "mq", CHART, "--set", "operater.logLevel=debug", check=False)
     assert proc.returncode != 0

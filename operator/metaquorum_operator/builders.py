@@ -194,12 +194,17 @@ def headless_service(spec: QuorumSpec, names: Names, owner: Owner) -> dict[str, 
     return _stamp(obj, svc_spec)
 
 
+METRICS_LABEL = "metaquorum.dev/metrics"  # on the client Service: the chart's node ServiceMonitor
+
+
 def client_service(spec: QuorumSpec, names: Names, owner: Owner) -> dict[str, Any]:
     svc_spec = {"type": "ClusterIP", "selector": names.selector_labels(), "ports": _ports(spec)}
+    meta = _meta(names.client_service, names, owner)
+    meta["labels"] = {**meta["labels"], METRICS_LABEL: "true"}
     obj = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _meta(names.client_service, names, owner),
+        "metadata": meta,
         "spec": svc_spec,
     }
     return _stamp(obj, svc_spec)

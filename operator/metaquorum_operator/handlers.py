@@ -34,7 +34,7 @@ import kopf
 from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 
-from metaquorum_operator import observe, planner
+from metaquorum_operator import metrics, observe, planner
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -76,6 +76,8 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.server_timeout = 60
     _state["operator"] = OperatorConfig.from_env()
     _api()
+    if "metrics" not in _state:
+        _state["metrics"] = metrics.serve()
 
 
 def _now() -> str:
@@ -117,10 +119,12 @@ def reconcile(
     progress = memory.get(key) or progress_from_status(dict(status))
 
     def done(action: planner.Action) -> None:
+        metrics.ACTIONS.labels(type(action).__name__).inc()
         _post(body, action)
         logger.info("%s", _describe(action))
 
     def failed(action: planner.Action, error: str) -> None:
+        metrics.ERRORS.labels("VoterChangeFailed").inc()
         kopf.warn(body, reason="VoterChangeFailed", message=f"{_describe(action)}: {error}")
 
     try:
@@ -128,9 +132,14 @@ def reconcile(
             kube, AdminQuorum(), desired, progress, on_action=done, on_failure=failed, clock=_now_ms
         )
     except planner.NotOwned as e:
+        metrics.ERRORS.labels("NotOwned").inc()
         kopf.warn(body, reason="NotOwned", message=str(e))
         raise kopf.TemporaryError(str(e), delay=30) from e
     memory[key] = run.progress
+    metrics.RECONCILES.labels(type(run.action).__name__).inc()
+    voters = metrics.VOTERS.labels(names.namespace, names.name)
+    q = run.observation.quorum
+    voters.set(len(q.voters) if q is not None and q.has_leader else float("nan"))
     generation = int(meta.get("generation") or 0)
     new = compute_status(
         desired.spec,

@@ -176,3 +176,11 @@ def test_per_pod_env_uses_the_nodes_override_names() -> None:
     assert path == "metadata.labels['apps.kubernetes.io/pod-index']"
     names = [e["name"] for e in c["env"]]
     assert names.index("POD_IP") < names.index("METAQUORUM_LISTENERS")  # $(POD_IP) resolves
+
+
+def test_only_the_client_service_carries_the_metrics_label() -> None:
+    spec = QuorumSpec()
+    client = builders.client_service(spec, NAMES, OWNER)["metadata"]["labels"]
+    headless = builders.headless_service(spec, NAMES, OWNER)["metadata"]["labels"]
+    assert client[builders.METRICS_LABEL] == "true"
+    assert builders.METRICS_LABEL not in headless  # each node scraped once
