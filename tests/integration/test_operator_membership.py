@@ -6,12 +6,16 @@ timestamps) so that `membership.caught_up` holds for a caught-up observer and st
 a killed voter within the fetch timeout; `observe.change` adds a caught-up observer (answered once
 committed) and removes a voter, the leader itself included (it resigns, a new leader follows);
 the planner's `safe_voter_set` agrees with what the real quorum then does. The node's own
-auto-join is off, as the operator configures it.
+auto-join is off, as the operator configures it. The chart's Grafana dashboard queries only
+raft-metrics a real leader exports.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +29,9 @@ from metaquorum_operator.planner import AddVoter, RemoveVoter
 from tests.integration.quorum_fixture import FAST
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+DASHBOARD = (
+    Path(__file__).resolve().parents[2] / "charts/metaquorum/dashboards/metaquorum-raft.json"
+)
 SETTINGS = CatchUp(max_lag_ms=int(FAST["controller.quorum.fetch.timeout.ms"]))
 
 
@@ -115,3 +122,15 @@ def test_the_operator_grows_and_shrinks_a_real_quorum_one_safe_change_at_a_time(
         q, lambda o: o.leader_id not in (-1, old_leader) and len(o.voters) == 1, 20, "new leader"
     )
     assert old_leader not in {v.id for v in seen.voters}
+
+
+def test_the_charts_dashboard_uses_metrics_the_leader_exports(quorum: LocalQuorum) -> None:
+    q = quorum
+    seen = until(q, lambda o: o.leader_id == 1, 30, "node 1 leading")
+    assert seen.leader_id == 1
+    with urllib.request.urlopen(f"http://127.0.0.1:{q.nodes[1].http_port}/metrics") as r:
+        exported = set(re.findall(r"^(kafka_server_raft_metrics_\w+)", r.read().decode(), re.M))
+    exprs = [t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"kafka_server_raft_metrics_\w+", e)}
+    assert len(used) >= 12
+    assert used <= exported, sorted(used - exported)
