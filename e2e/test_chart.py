@@ -58,6 +58,23 @@ def test_values_select_namespace_and_catch_up(cluster: Cluster) -> None:
     assert env["METAQUORUM_CATCH_UP_MAX_LAG_RECORDS"] == "100"
 
 
+def test_two_replicas_use_kopf_peering_with_a_pdb(cluster: Cluster) -> None:
+    docs = render(cluster, "--set", "operator.replicas=2")
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 2 and dep["spec"]["strategy"]["type"] == "RollingUpdate"
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert "--standalone" not in c["command"] and "--peering=mq-metaquorum" in c["command"]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["POD_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    peering = next(d for d in docs if d["kind"] == "ClusterKopfPeering")
+    assert peering["metadata"]["name"] == "mq-metaquorum"
+    pdb = next(d for d in docs if d["kind"] == "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    scoped = render(cluster, "--set", "operator.replicas=2", "--set", "operator.watchNamespace=a")
+    kopf = next(d for d in scoped if d["kind"] == "KopfPeering")
+    assert kopf["metadata"]["namespace"] == "a"
+
+
 def test_service_monitors_behind_a_value(cluster: Cluster) -> None:
     docs = render(cluster, "--set", "metrics.serviceMonitor.enabled=true")
     monitors = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceMonitor"}

@@ -26,6 +26,7 @@ import dataclasses
 import datetime
 import logging
 import os
+import random
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -74,6 +75,10 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = "metaquorum.dev/operator"
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 60
+    # With peering (the chart's operator.replicas > 1) the highest priority works: a random
+    # one per process, so two replicas never tie (a tie would pause both).
+    settings.peering.priority = random.SystemRandom().randint(1, 2**31 - 1)
+    settings.peering.lifetime = int(os.environ.get("METAQUORUM_PEERING_LIFETIME", "60"))
     _state["operator"] = OperatorConfig.from_env()
     _api()
     if "metrics" not in _state:
