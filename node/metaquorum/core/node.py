@@ -78,6 +78,7 @@ from metaquorum.core.transitions import check_in_place_update, check_transition
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.types import METADATA_RAFT_TOPIC, RaftTopic
 
 NEVER = 2**62
 
@@ -101,8 +102,10 @@ class RaftNode:
         local_directory_id: str | None = None,
         local_endpoints: tuple[ListenerEndpoint, ...] = (),
         bootstrap_servers: tuple[ListenerEndpoint, ...] = (),
+        topic: RaftTopic = METADATA_RAFT_TOPIC,
     ) -> None:
         self.local_id = local_id
+        self.topic = topic  # the one topic partition replicated, on the wire
         self.local_directory_id = local_directory_id
         self.local_endpoints = local_endpoints
         # Kafka's pseudo-id nodes for controller.quorum.bootstrap.servers (discovery.py).
