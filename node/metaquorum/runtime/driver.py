@@ -132,12 +132,6 @@ class Driver:
         if membership is None:
             membership = startup_membership(config, storage, snapshot)
         voters = membership.voters
-        # The voters' endpoints on the controller listener: the peer pool's targets and the
-        # node lists of DescribeCluster and Produce (follows `VotersChanged`).
-        self.voter_endpoints: dict[int, Endpoint] = voter_endpoints(voters, config.listener_name)
-        self.peers = PeerPool(
-            config, self.voter_endpoints, self._on_response, self._on_request_failed
-        )
         start = self.clock.now_ms()
         self.node = RaftNode(
             config.node_id,
@@ -155,6 +149,16 @@ class Driver:
             local_endpoints=local_endpoints(config),
             bootstrap_servers=bootstrap_endpoints(config),
             topic=config.raft_topic,
+        )
+        # The voters' endpoints on the controller listener: the peer pool's targets and the
+        # node lists of DescribeCluster and Produce (follows `VotersChanged`). From the core's
+        # set, which has replayed the log's VotersRecords over the start-up set (a node that
+        # joined after `--no-initial-controllers` restarts with an empty start-up set).
+        self.voter_endpoints: dict[int, Endpoint] = voter_endpoints(
+            self.node.voters, config.listener_name
+        )
+        self.peers = PeerPool(
+            config, self.voter_endpoints, self._on_response, self._on_request_failed
         )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.state_machine = KeyValueStateMachine()
