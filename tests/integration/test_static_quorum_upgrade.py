@@ -1,0 +1,119 @@
+"""A static quorum keeps working and is upgraded to kraft.version 1 (issue 15, KIP-853), on real
+processes while a client appends throughout.
+
+Three voters from `controller.quorum.voters` (kraft.version 0: no directory ids in the voter
+set, no VotersRecord) and a fourth node of the same cluster outside the voters (an observer).
+Before the upgrade add-controller is refused (UNSUPPORTED_VERSION, with the fix). Then
+`metaquorum features upgrade --feature kraft.version=1` (UpdateFeatures to the active controller,
+as Kafka's kafka-features.sh): a dry run first, the upgrade, a repeat (a no-op); `describe`
+shows FinalizedVersionLevel 1 and `quorum describe` the voters with the directory ids of their
+meta.properties. A follower restarts on the upgraded log; then add-controller adds node 4 and
+remove-controller removes a voter, and the ledger check passes (none lost, none duplicated,
+order kept).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from metaquorum.net.endpoint import Endpoint
+from metaquorum.runtime.local_quorum import LocalQuorum
+from metaquorum.storage.meta_properties import read_meta_properties
+
+from tests.integration.ledger import Ledger
+from tests.integration.quorum_fixture import FAST, wait_for
+from tests.integration.test_quorum_changes import _add, _cli, _describe, _remove, _report
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+def _features(q: LocalQuorum, *args: str) -> subprocess.CompletedProcess[str]:
+    bootstrap = ",".join(n.address for n in q.nodes.values())
+    command = [sys.executable, "-m", "metaquorum.cli.features_cmd"]
+    return subprocess.run(
+        [*command, "--bootstrap-controller", bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _dir_id(q: LocalQuorum, nid: int) -> str:
+    meta = read_meta_properties(q.nodes[nid].directory)
+    assert meta is not None and meta.directory_id is not None
+    return str(meta.directory_id)
+
+
+def test_static_quorum_upgraded_to_kraft_version_1_then_reconfigured(tmp_path: Path) -> None:
+    q = LocalQuorum(tmp_path, 3, observers=1, extra=dict(FAST))
+    q.write_configs()
+    q.format()
+    try:
+        q.start_all()
+        q.wait_for_leader(30)
+        ledger = Ledger(lambda: [Endpoint("127.0.0.1", n.port) for n in q.nodes.values()]).start()
+        try:
+            ledger.wait_acked(20)
+            assert {r.replica_id for r in _describe(q).voters} == {1, 2, 3}
+            refused = _cli(q, "add-controller", "--config", str(q.nodes[4].config_path))
+            assert refused.returncode == 1 and "UNSUPPORTED_VERSION" in refused.stderr, refused
+
+            described = _features(q, "describe")
+            assert described.returncode == 0, described.stderr
+            assert "Feature: kraft.version" in described.stdout
+            assert "FinalizedVersionLevel: 0 " in described.stdout
+
+            dry = _features(q, "upgrade", "--feature", "kraft.version=1", "--dry-run")
+            assert dry.stdout == "kraft.version can be upgraded to 1.\n", dry
+            started = time.monotonic()
+            up = _features(q, "upgrade", "--feature", "kraft.version=1")
+            took = time.monotonic() - started
+            assert (up.returncode, up.stdout) == (0, "kraft.version was upgraded to 1.\n"), up
+            again = _features(q, "upgrade", "--feature", "kraft.version=1")
+            assert again.stdout == "kraft.version was upgraded to 1.\n", again  # a no-op
+            down = _features(q, "downgrade", "--feature", "kraft.version=0")
+            assert down.returncode == 1
+            assert "Can't downgrade the version of this feature." in down.stdout
+
+            described = _features(q, "describe")
+            assert "FinalizedVersionLevel: 1 " in described.stdout, described.stdout
+            voters = {r.replica_id: str(r.directory_id) for r in _describe(q).voters}
+            assert voters == {n: _dir_id(q, n) for n in (1, 2, 3)}
+            ledger.wait_acked(10)
+
+            # A follower restarts on the upgraded log (its voters now come from the log).
+            leader, _ = q.wait_for_leader(30)
+            follower = next(n for n in (3, 2, 1) if n != leader)
+            q.stop(follower)
+            q.start(follower)
+            ledger.wait_acked(10)
+
+            _add(q, 4)
+            ledger.wait_acked(10)
+            voters = {r.replica_id: str(r.directory_id) for r in _describe(q).voters}
+            assert voters == {n: _dir_id(q, n) for n in (1, 2, 3, 4)}
+            leader, _ = q.wait_for_leader(30)
+            gone = next(n for n in (1, 2, 3) if n != leader)
+            _remove(q, gone, voters[gone])
+            wait_for(
+                lambda: {r.replica_id for r in _describe(q).voters} == {1, 2, 3, 4} - {gone},
+                30,
+                f"voter {gone} removed",
+            )
+            ledger.wait_acked(10)
+        finally:
+            ledger.stop()
+        result = ledger.check()
+        _report(
+            "static quorum upgraded to kraft.version 1",
+            upgrade_s=round(took, 2),
+            acked=result.acked,
+            max_gap_s=round(result.max_gap_s, 3),
+        )
+    finally:
+        q.stop_all()
