@@ -7,20 +7,25 @@ Before the upgrade add-controller is refused (UNSUPPORTED_VERSION, with the fix)
 `metaquorum features upgrade --feature kraft.version=1` (UpdateFeatures to the active controller,
 as Kafka's kafka-features.sh): a dry run first, the upgrade, a repeat (a no-op); `describe`
 shows FinalizedVersionLevel 1 and `quorum describe` the voters with the directory ids of their
-meta.properties. A follower restarts on the upgraded log; then add-controller adds node 4 and
+meta.properties; UpdateFeatures sent to a follower answers NOT_CONTROLLER naming the leader.
+A follower restarts on the upgraded log; then add-controller adds node 4 and
 remove-controller removes a voter, and the ledger check passes (none lost, none duplicated,
 order kept).
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from metaquorum.net.connection import KafkaConnection
 from metaquorum.net.endpoint import Endpoint
+from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.messages import UpdateFeaturesRequestData, UpdateFeaturesResponseData
 from metaquorum.runtime.local_quorum import LocalQuorum
 from metaquorum.storage.meta_properties import read_meta_properties
 
@@ -41,6 +46,24 @@ def _features(q: LocalQuorum, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+def _update_on(port: int, version: int) -> UpdateFeaturesResponseData:
+    """UpdateFeatures kraft.version=1 sent straight to one node (no leader discovery)."""
+
+    async def run() -> UpdateFeaturesResponseData:
+        conn = KafkaConnection("127.0.0.1", port)
+        request = UpdateFeaturesRequestData(
+            feature_updates=[UpdateFeaturesRequestData.FeatureUpdateKey("kraft.version", 1)]
+        )
+        try:
+            answer = await conn.request(57, version, request, 10)
+        finally:
+            await conn.close()
+        assert isinstance(answer, UpdateFeaturesResponseData)
+        return answer
+
+    return asyncio.run(run())
 
 
 def _dir_id(q: LocalQuorum, nid: int) -> str:
@@ -68,6 +91,14 @@ def test_static_quorum_upgraded_to_kraft_version_1_then_reconfigured(tmp_path: P
             assert "Feature: kraft.version" in described.stdout
             assert "FinalizedVersionLevel: 0 " in described.stdout
 
+            leader, _ = q.wait_for_leader(30)
+            follower = next(n for n in (3, 2, 1) if n != leader)
+            moved = _update_on(q.nodes[follower].port, 2)
+            assert (moved.error_code, moved.error_message) == (
+                int(Errors.NOT_CONTROLLER),
+                f"The active controller appears to be node {leader}.",
+            )  # Kafka's admin client then asks DescribeCluster again and retries
+
             dry = _features(q, "upgrade", "--feature", "kraft.version=1", "--dry-run")
             assert dry.stdout == "kraft.version can be upgraded to 1.\n", dry
             started = time.monotonic()
@@ -76,6 +107,12 @@ def test_static_quorum_upgraded_to_kraft_version_1_then_reconfigured(tmp_path: P
             assert (up.returncode, up.stdout) == (0, "kraft.version was upgraded to 1.\n"), up
             again = _features(q, "upgrade", "--feature", "kraft.version=1")
             assert again.stdout == "kraft.version was upgraded to 1.\n", again  # a no-op
+            leader, _ = q.wait_for_leader(30)
+            v1 = _update_on(q.nodes[leader].port, 1)  # v0-1: one result per feature
+            assert (v1.error_code, v1.error_message) == (0, None)
+            assert [(r.feature, r.error_code, r.error_message) for r in v1.results] == [
+                ("kraft.version", 0, "NONE")
+            ]
             down = _features(q, "downgrade", "--feature", "kraft.version=0")
             assert down.returncode == 1
             assert "Can't downgrade the version of this feature." in down.stdout
@@ -87,8 +124,6 @@ def test_static_quorum_upgraded_to_kraft_version_1_then_reconfigured(tmp_path: P
             ledger.wait_acked(10)
 
             # A follower restarts on the upgraded log (its voters now come from the log).
-            leader, _ = q.wait_for_leader(30)
-            follower = next(n for n in (3, 2, 1) if n != leader)
             q.stop(follower)
             q.start(follower)
             ledger.wait_acked(10)
