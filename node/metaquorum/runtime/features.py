@@ -293,7 +293,8 @@ async def _update(
     if isinstance(plan, ApiError):
         return plan
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(0, request.timeout_ms) / 1000
+    timeout_ms = request.timeout_ms if request.timeout_ms > 0 else 60_000  # the default
+    deadline = loop.time() + timeout_ms / 1000
     try:
         async with asyncio.timeout_at(deadline):
             outcome, end_offset = await upgrades.request(plan.version, plan.validate_only)
@@ -309,5 +310,5 @@ async def _update(
                     return NONE
                 await asyncio.sleep(0.01)
     except TimeoutError:
-        text = f"kraft.version {plan.version} was not committed within {request.timeout_ms} ms"
+        text = f"kraft.version {plan.version} was not committed within {timeout_ms} ms"
         return ApiError(Errors.REQUEST_TIMED_OUT, text, raised=True)
