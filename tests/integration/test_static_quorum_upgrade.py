@@ -99,8 +99,15 @@ def test_static_quorum_upgraded_to_kraft_version_1_then_reconfigured(tmp_path: P
                 f"The active controller appears to be node {leader}.",
             )  # Kafka's admin client then asks DescribeCluster again and retries
 
-            dry = _features(q, "upgrade", "--feature", "kraft.version=1", "--dry-run")
-            assert dry.stdout == "kraft.version can be upgraded to 1.\n", dry
+            # Allowed once every voter told the leader its directory id (UpdateRaftVoter).
+            wait_for(
+                lambda: (
+                    _features(q, "upgrade", "--feature", "kraft.version=1", "--dry-run").stdout
+                    == "kraft.version can be upgraded to 1.\n"
+                ),
+                30,
+                "a dry run of the upgrade allowed",
+            )
             started = time.monotonic()
             up = _features(q, "upgrade", "--feature", "kraft.version=1")
             took = time.monotonic() - started

@@ -26,6 +26,15 @@ from metaquorum.admin.features import (
 )
 from metaquorum.net.endpoint import ConfigError
 
+# Hints on stderr for Kafka's messages (stdout keeps FeatureCommand's lines unchanged).
+FIXES = {
+    "not all of the voters support it": (
+        "every voter reports its directory id and kraft.version range to a new leader within "
+        "seconds of seeing it; retry shortly, and check that every voter is running"
+    ),
+    "does not support this feature": "this node finalizes kraft.version only",
+}
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -125,6 +134,10 @@ def _update(args: argparse.Namespace) -> int:
     sys.stdout.write(out)
     if failures:
         print(f"{failures} out of {len(updates)} operation(s) failed.", file=sys.stderr)
+        for error in {e for e in outcome.values() if e is not None}:
+            for needle, fix in FIXES.items():
+                if needle in error:
+                    print(f"metaquorum features {args.op}: {fix}", file=sys.stderr)
         return 1
     return 0
 
