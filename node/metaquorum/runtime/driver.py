@@ -71,6 +71,7 @@ from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.batch_bytes import BatchBytes
 from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
+from metaquorum.runtime.features import KRaftUpgrades
 from metaquorum.runtime.membership import (
     StartupMembership,
     bootstrap_endpoints,
@@ -177,6 +178,7 @@ class Driver:
         self.stats = DriverStats()
         self.metrics = RaftMetrics(start)  # Kafka's windowed raft-metrics sensors
         self.hw_listeners: list[Callable[[int], None]] = []
+        self.kraft_upgrades = KRaftUpgrades(self)  # UpdateFeatures' kraft.version upgrades
         self.shutdown_complete = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -358,10 +360,7 @@ class Driver:
                 self.peers.set_endpoints(self.voter_endpoints)
                 log.info("voters are now %s", eff.voters.sorted_ids())
             elif isinstance(eff, KRaftVersionUpgrade):
-                if eff.error is None:
-                    log.info("kraft.version upgrade to %s accepted", eff.version)
-                else:
-                    log.warning("kraft.version upgrade to %s refused: %s", eff.version, eff.error)
+                self.kraft_upgrades.on_outcome(eff, self.node.log.end_offset)
             elif isinstance(eff, AppendCommitted):
                 self.stats.committed += 1
                 self.appends.committed(eff.append_id, eff.last_offset)
@@ -406,6 +405,7 @@ class Driver:
                 await self._task
         self.appends.fail_all(NotLeaderError("the node is stopping", -1))
         self.appends.close()
+        self.kraft_upgrades.close()
         await self.peers.close()
         await self.io.close()
 
