@@ -111,11 +111,17 @@ def fetch_response_endpoints(node: RaftNode) -> list[FetchResponseData.NodeEndpo
     """The leader's endpoint for a Fetch response's NodeEndpoints (v16+; the runtime strips
     it below): an observer that found this replica through a bootstrap address learns where
     the leader is."""
-    leader = node.leader_id
-    if leader < 0:
-        return []
-    if not isinstance(node.state, LeaderState | FollowerState):
-        return []
+    st = node.state
+    if isinstance(st, LeaderState):  # the hot path: built once per leadership
+        if st.data.fetch_endpoints is None:
+            st.data.fetch_endpoints = _node_endpoints(node, node.local_id)
+        return st.data.fetch_endpoints
+    if isinstance(st, FollowerState):
+        return _node_endpoints(node, st.leader_id)
+    return []
+
+
+def _node_endpoints(node: RaftNode, leader: int) -> list[FetchResponseData.NodeEndpoint]:
     ep = endpoint_of(node, leader)
     if ep is None:
         return []
