@@ -9,7 +9,9 @@ cased, dots and dashes as underscores, e.g. `METAQUORUM_NODE_ID`) overrides the 
 Invariants: every invalid or missing value raises `ConfigError` with ONE line naming the key and
 the fix; a config that loads names this node's own controller listener and either a static
 `controller.quorum.voters` or `controller.quorum.bootstrap.servers` (then the voter set comes from
-the log dir's bootstrap checkpoint: runtime/membership.py).
+the log dir's bootstrap checkpoint: runtime/membership.py); the controller listener's security
+protocol (`listener.security.protocol.map`) is PLAINTEXT (`tls` None) or SSL with settings that
+load (net/tls.py), anything else is refused at load.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from metaquorum.core.config import QuorumConfig
 from metaquorum.net.endpoint import ConfigError, Endpoint, parse_endpoint
+from metaquorum.net.tls_settings import TlsSettings, server_tls_settings
 from metaquorum.storage.meta_properties import parse_properties
 
 ENV_PREFIX = "METAQUORUM_"
@@ -47,6 +50,7 @@ class NodeConfig:
     max_frame_bytes: int
     snapshot_bytes: int
     props: dict[str, str]
+    tls: TlsSettings | None = None  # the controller listener's, when its protocol is SSL
 
     @property
     def listener_name(self) -> str:
@@ -173,4 +177,5 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         max_frame_bytes=_int(props, MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, minimum=1024),
         snapshot_bytes=_int(props, SNAPSHOT_BYTES, DEFAULT_SNAPSHOT_BYTES, minimum=1),
         props=props,
+        tls=server_tls_settings(props, names[0]),
     )
