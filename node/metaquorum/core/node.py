@@ -17,7 +17,15 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import dispatch, epoch_start, fetch, kraft_upgrade, leader, voter_change
+from metaquorum.core import (
+    discovery,
+    dispatch,
+    epoch_start,
+    fetch,
+    kraft_upgrade,
+    leader,
+    voter_change,
+)
 from metaquorum.core.batch_accumulator import PendingAppend
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
@@ -92,10 +100,13 @@ class RaftNode:
         kraft_version: int = 0,
         local_directory_id: str | None = None,
         local_endpoints: tuple[ListenerEndpoint, ...] = (),
+        bootstrap_servers: tuple[ListenerEndpoint, ...] = (),
     ) -> None:
         self.local_id = local_id
         self.local_directory_id = local_directory_id
         self.local_endpoints = local_endpoints
+        # Kafka's pseudo-id nodes for controller.quorum.bootstrap.servers (discovery.py).
+        self.bootstrap_nodes = discovery.pseudo_nodes(bootstrap_servers, local_endpoints)
         self.cluster_id = cluster_id
         self.config = config
         self.rng = rng
@@ -120,6 +131,7 @@ class RaftNode:
         self.shutdown_started_ms = 0
         self.update_voter_next_ms = 0  # KIP-853: when this voter may next send UpdateRaftVoter
         self.update_voter_acked: tuple[int, int] | None = None  # (epoch, leader) that took it
+        self.auto_join_next_ms = 0  # KIP-853 auto-join: when this observer may next ask
         self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
     # --- identity ----------------------------------------------------------------------------
@@ -312,13 +324,22 @@ class RaftNode:
             )
         )
 
-    def transition_to_follower(self, epoch: int, leader_id: int) -> None:
+    def transition_to_follower(
+        self, epoch: int, leader_id: int, endpoint: ListenerEndpoint | None = None
+    ) -> None:
         voted = None
         if epoch == self.epoch:
             voted = self.state.election(self.local_id).voted_key
         deadline = self.now_ms + self.config.fetch_timeout_ms
         hw = self.high_watermark
-        self.transition_to(FollowerState(epoch, leader_id, deadline, voted, high_watermark=hw))
+        # Kafka's FollowerState keeps the leader's endpoints: a leader that removes itself
+        # stays reachable after the uncommitted set without it reaches this replica.
+        endpoint = endpoint or discovery.endpoint_of(self, leader_id)
+        self.transition_to(
+            FollowerState(
+                epoch, leader_id, deadline, voted, high_watermark=hw, leader_endpoint=endpoint
+            )
+        )
 
     def transition_to_prospective(self) -> None:
         st = self.state
@@ -370,13 +391,16 @@ class RaftNode:
         hw = self.high_watermark
         self.transition_to(ResignedState(st.epoch, deadline, frozenset(successors), successors, hw))
 
-    def maybe_transition(self, leader_id: int, epoch: int) -> None:
-        """Kafka's `maybeTransition`: follow a newer epoch or a newly learned leader."""
+    def maybe_transition(
+        self, leader_id: int, epoch: int, endpoint: ListenerEndpoint | None = None
+    ) -> None:
+        """Kafka's `maybeTransition`: follow a newer epoch or a newly learned leader (at
+        `endpoint` when the response said where it is)."""
         if epoch < self.epoch or leader_id == self.local_id:
             return
         if epoch > self.epoch:
             if leader_id >= 0:
-                self.transition_to_follower(epoch, leader_id)
+                self.transition_to_follower(epoch, leader_id, endpoint)
             else:
                 self.transition_to_unattached(epoch)
         elif (
@@ -384,7 +408,7 @@ class RaftNode:
             and self.state.election(self.local_id).leader_id < 0
             and not isinstance(self.state, LeaderState | ResignedState)
         ):
-            self.transition_to_follower(epoch, leader_id)
+            self.transition_to_follower(epoch, leader_id, endpoint)
 
     # --- leader append path ------------------------------------------------------------------
     def _handle_client_append(self, event: ClientAppend) -> None:

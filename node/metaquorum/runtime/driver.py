@@ -73,6 +73,7 @@ from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.membership import (
     StartupMembership,
+    bootstrap_endpoints,
     local_endpoints,
     startup_membership,
     voter_endpoints,
@@ -151,6 +152,7 @@ class Driver:
                 None if storage.meta.directory_id is None else str(storage.meta.directory_id)
             ),
             local_endpoints=local_endpoints(config),
+            bootstrap_servers=bootstrap_endpoints(config),
         )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.state_machine = KeyValueStateMachine()

@@ -1,9 +1,10 @@
 """A local N-voter quorum on loopback: configs, formatting, processes (`make run`, tests).
 
-Role: write one `server.properties` per node (static `controller.quorum.voters`, or with
+Role: write one `server.properties` per node (static `controller.quorum.voters`; with
 `dynamic=True` `controller.quorum.bootstrap.servers` and a format with `--initial-controllers`;
-free loopback ports), format each `metadata.log.dir` as `metaquorum storage format` does, and
-start/stop/kill
+with `standalone=True` the bootstrap servers of every node, node 1 formatted `--standalone` and
+the others `--no-initial-controllers`, to join later; free loopback ports), format each
+`metadata.log.dir` as `metaquorum storage format` does, and start/stop/kill
 `metaquorum server start` processes. Used by `python -m metaquorum.runtime.local_quorum` (the
 `make run` target: status, then a live status line until Ctrl-C, then a clean stop) and by the
 integration tests.
@@ -80,9 +81,11 @@ class LocalQuorum:
         cluster_id: str | None = None,
         extra: dict[str, str] | None = None,
         dynamic: bool = False,
+        standalone: bool = False,
     ) -> None:
         self.base = base
-        self.dynamic = dynamic
+        self.dynamic = dynamic or standalone
+        self.standalone = standalone
         self.cluster_id = cluster_id or str(Uuid.random())
         n = voters + observers
         ports = free_ports(2 * n)
@@ -93,16 +96,21 @@ class LocalQuorum:
                 i, ports[2 * i - 2], ports[2 * i - 1], d / "data", d / "server.properties"
             )
             self.nodes[i].log_path = d / "node.log"
-        self.voter_ids = list(range(1, voters + 1))
+        # Standalone: one voter; the others start as observers and are added (`voters` then
+        # counts the nodes that may become voters).
+        self.voter_ids = [1] if standalone else list(range(1, voters + 1))
         self.extra = extra or {}
         # A dynamic quorum's voters carry directory ids (`--initial-controllers`).
-        self.directory_ids = {i: Uuid.random() for i in self.voter_ids} if dynamic else {}
+        self.directory_ids = (
+            {i: Uuid.random() for i in self.voter_ids} if dynamic and not standalone else {}
+        )
 
     def voters_string(self) -> str:
         return ",".join(f"{i}@127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
 
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
+        ids = list(self.nodes) if self.standalone else self.voter_ids
+        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in ids)
 
     def initial_controllers(self) -> list[DynamicVoter]:
         return [
@@ -133,8 +141,17 @@ class LocalQuorum:
     def format(self, node_ids: list[int] | None = None, cluster_id: str | None = None) -> None:
         for nid in node_ids or list(self.nodes):
             node = self.nodes[nid]
+            config = ServerConfig.load(node.config_path)
+            if self.standalone:
+                format_storage(
+                    config,
+                    cluster_id or self.cluster_id,
+                    standalone=nid == 1,
+                    no_initial_controllers=nid != 1,
+                )
+                continue
             format_storage(
-                ServerConfig.load(node.config_path),
+                config,
                 cluster_id or self.cluster_id,
                 initial_controllers=self.initial_controllers() if self.dynamic else None,
             )

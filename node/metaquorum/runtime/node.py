@@ -23,7 +23,7 @@ from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
-from metaquorum.core import describe_quorum
+from metaquorum.core import describe_quorum, discovery
 from metaquorum.core.log import LogEntry
 from metaquorum.net.tls import TlsContexts
 from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
@@ -138,6 +138,8 @@ class NodeRuntime:
             if out.done():
                 return  # the connection went away
             try:
+                if key == ApiKeys.FETCH and isinstance(message, FetchResponseData):
+                    message = discovery.fetch_for_version(message, version)  # NodeEndpoints v16+
                 if key == ApiKeys.FETCH and entries and isinstance(message, FetchResponseData):
                     first, end = entries[0].offset, entries[-1].offset + 1
                     cached = self.driver.recent_records(first, end, MAX_FETCH_BYTES)
