@@ -59,8 +59,10 @@ class _ResponseReader(asyncio.Protocol):
     def __init__(self, conn: KafkaConnection) -> None:
         self.conn = conn
         self.frames = FrameReader(conn.max_frame_bytes, min_size=4)  # at least a correlation id
+        self.answered = False  # any byte from the server on this connection yet
 
     def data_received(self, data: bytes) -> None:
+        self.answered = True
         try:
             frames = self.frames.feed(data)
         except ProtocolError as e:
@@ -240,10 +242,21 @@ class KafkaConnection:
             return
         self._transport = None
         self._protocol = None
-        if isinstance(exc, ssl.SSLError):  # TLS 1.3: the server refuses after our handshake
+        if isinstance(exc, ssl.SSLError):
             self._fail_all(
                 TlsError(
                     f"TLS connection to {self.host}:{self.port} refused: {handshake_reason(exc)}"
+                )
+            )
+            return
+        if self.tls is not None and not protocol.answered and self._pending:
+            # TLS 1.3: the server checks our certificate after our side of the handshake is
+            # done; its refusal reaches asyncio and uvloop as a plain close.
+            self._fail_all(
+                TlsError(
+                    f"TLS connection to {self.host}:{self.port} closed by the server before any "
+                    "answer: it refused our client certificate? (check ssl.keystore.* here and "
+                    "ssl.truststore.* there)"
                 )
             )
             return

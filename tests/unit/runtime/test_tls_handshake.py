@@ -97,7 +97,7 @@ def test_client_without_trusted_certificate_is_refused_and_logged(
         try:
             for provider in (untrusted.client, lambda: anonymous):
                 conn = KafkaConnection("127.0.0.1", server.port, tls=provider)
-                with pytest.raises((ConnectionError, TimeoutError)):
+                with pytest.raises(TlsError, match="refused our client certificate"):
                     await _ask(conn)
             # plaintext: the server reads a ClientHello that is not one
             conn = KafkaConnection("127.0.0.1", server.port, connect_timeout_s=2)
