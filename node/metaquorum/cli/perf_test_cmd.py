@@ -217,7 +217,12 @@ async def _main(config: Any, throughput: int, record_size: int) -> int:
     runtime = NodeRuntime(config)
     http = None
     if config.http_listener is not None:
-        http = await start_http(runtime, config.http_listener.host, config.http_listener.port)
+        http = await start_http(
+            runtime,
+            config.http_listener.host,
+            config.http_listener.port,
+            snapshot_enabled=config.http_snapshot_enabled,
+        )
     generator = WorkloadGenerator(runtime.driver, throughput, record_size)
     task = asyncio.create_task(generator.run())
     try:

@@ -76,7 +76,12 @@ async def _main(config: Any) -> int:
     runtime = NodeRuntime(config)
     http = None
     if config.http_listener is not None:
-        http = await start_http(runtime, config.http_listener.host, config.http_listener.port)
+        http = await start_http(
+            runtime,
+            config.http_listener.host,
+            config.http_listener.port,
+            snapshot_enabled=config.http_snapshot_enabled,
+        )
     try:
         return await serve(runtime)
     finally:

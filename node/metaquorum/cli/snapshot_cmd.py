@@ -56,7 +56,7 @@ async def create_snapshot(host: str, port: int, timeout_s: float) -> OffsetAndEp
             session.post(url) as response,
         ):
             status = response.status
-            body = await response.json(content_type=None) if status in (200, 409) else None
+            body = await response.json(content_type=None) if status in (200, 403, 409) else None
     except (aiohttp.ClientError, TimeoutError) as e:
         raise SnapshotError(
             f"cannot reach {url} ({type(e).__name__}): check --http names the node's "
@@ -68,6 +68,11 @@ async def create_snapshot(host: str, port: int, timeout_s: float) -> OffsetAndEp
         raise SnapshotError(
             "nothing new committed since the last snapshot: append records first "
             "(metaquorum log append) and retry"
+        )
+    if status == 403:
+        raise SnapshotError(
+            f"{url} refused: POST /snapshot is off on that node: set "
+            "metaquorum.http.snapshot.enable=true in its config and restart it"
         )
     if status == 404:
         raise SnapshotError(f"{url} has no snapshot endpoint: point --http at a metaquorum node")

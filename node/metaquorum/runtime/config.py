@@ -30,6 +30,8 @@ from metaquorum.storage.meta_properties import parse_properties
 ENV_PREFIX = "METAQUORUM_"
 # Our own (non-Kafka) keys: the HTTP listener of /metrics, /healthz, /readyz, /status.
 HTTP_LISTENER = "metaquorum.http.listener"
+# POST /snapshot on that listener (mutating, unauthenticated): off unless set to true.
+HTTP_SNAPSHOT_ENABLE = "metaquorum.http.snapshot.enable"
 MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
 SNAPSHOT_BYTES = "metadata.log.max.record.bytes.between.snapshots"  # Kafka's, default 20 MiB
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -51,6 +53,7 @@ class NodeConfig:
     snapshot_bytes: int
     props: dict[str, str]
     tls: TlsSettings | None = None  # the controller listener's, when its protocol is SSL
+    http_snapshot_enabled: bool = False  # POST /snapshot served
 
     @property
     def listener_name(self) -> str:
@@ -178,4 +181,12 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         snapshot_bytes=_int(props, SNAPSHOT_BYTES, DEFAULT_SNAPSHOT_BYTES, minimum=1),
         props=props,
         tls=server_tls_settings(props, names[0]),
+        http_snapshot_enabled=_flag(props, HTTP_SNAPSHOT_ENABLE),
     )
+
+
+def _flag(props: Mapping[str, str], key: str) -> bool:
+    raw = props.get(key, "false").strip().lower() or "false"
+    if raw not in ("true", "false"):
+        raise ConfigError(f"{key}={raw!r}: set {key}=true or false")
+    return raw == "true"

@@ -35,7 +35,7 @@ def node_http() -> Iterator[tuple[int, FakeDriver]]:
     holder: dict[str, Any] = {}
 
     async def start() -> None:
-        runner = web.AppRunner(build_app(runtime), access_log=None)
+        runner = web.AppRunner(build_app(runtime, snapshot_enabled=True), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
@@ -103,3 +103,20 @@ def test_bad_or_unreachable_listener(
     assert main(["snapshot", "create", "--http", http, "--timeout", "5"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("metaquorum snapshot create: ") and fix in err
+
+
+async def test_snapshot_endpoint_is_off_unless_configured() -> None:
+    from metaquorum.cli.snapshot_cmd import SnapshotError, create_snapshot
+
+    driver = FakeDriver()
+    runner = web.AppRunner(build_app(SimpleNamespace(driver=driver)), access_log=None)  # type: ignore[arg-type]
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        with pytest.raises(SnapshotError, match=r"metaquorum\.http\.snapshot\.enable=true"):
+            await create_snapshot("127.0.0.1", port, 5)
+        assert driver.calls == 0  # refused before the driver is asked
+    finally:
+        await runner.cleanup()

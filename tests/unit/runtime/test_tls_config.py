@@ -227,3 +227,11 @@ def test_ssl_props_helper_is_accepted(tmp_path: Path) -> None:
     cfg = config_from_properties({**BASE, **ssl_props(ks, pki.ca)})
     assert cfg.tls is not None and cfg.tls.client_auth == "required"
     TlsContexts(cfg.tls)
+
+
+def test_http_snapshot_endpoint_flag() -> None:
+    assert not config_from_properties(dict(BASE)).http_snapshot_enabled
+    on = {**BASE, "metaquorum.http.snapshot.enable": "true"}
+    assert config_from_properties(on).http_snapshot_enabled
+    with pytest.raises(ConfigError, match=r"metaquorum\.http\.snapshot\.enable=true or false"):
+        config_from_properties({**BASE, "metaquorum.http.snapshot.enable": "yes"})
