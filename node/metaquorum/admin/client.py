@@ -122,7 +122,9 @@ class AdminClient:
         try:
             return await self._conn(ep).request(api_key, version, message, self.request_timeout_s)
         except TlsError as e:
-            raise AdminError(f"{e} (check the ssl.* settings of --command-config)") from None
+            if e.certain:  # a certificate refused: retrying will not change it
+                raise AdminError(f"{e} (check the ssl.* settings of --command-config)") from None
+            raise RetriableAdminError(str(e)) from None
         except (ConnectionError, TimeoutError, OSError) as e:
             raise RetriableAdminError(f"{ep}: {e or type(e).__name__}") from None
         except ProtocolError as e:

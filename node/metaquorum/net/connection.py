@@ -38,7 +38,13 @@ OnResponse = Callable[[Any, BaseException | None], None]
 
 
 class TlsError(ConnectionError):
-    """A TLS handshake with the remote end failed (its reason in one phrase)."""
+    """A TLS handshake with the remote end failed (its reason in one phrase). `certain` is
+    False when it is inferred: a TLS 1.3 server closing a new connection before any answer
+    (how a refused client certificate looks from here, and also a server dying just then)."""
+
+    def __init__(self, message: str, *, certain: bool = True) -> None:
+        super().__init__(message)
+        self.certain = certain
 
 
 class _Pending:
@@ -256,7 +262,8 @@ class KafkaConnection:
                 TlsError(
                     f"TLS connection to {self.host}:{self.port} closed by the server before any "
                     "answer: it refused our client certificate? (check ssl.keystore.* here and "
-                    "ssl.truststore.* there)"
+                    "ssl.truststore.* there)",
+                    certain=False,
                 )
             )
             return

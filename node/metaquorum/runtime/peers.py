@@ -154,7 +154,8 @@ class PeerPool:
             self.unreachable.add(destination)
         if isinstance(error, TlsError) and self._tls_reported.get(destination) != str(error):
             self._tls_reported[destination] = str(error)
-            log.warning("cannot reach voter %s: %s", destination, error)
+            level = logging.WARNING if error.certain else logging.INFO
+            log.log(level, "cannot reach voter %s: %s", destination, error)
         log.debug("request to %s failed: %s", destination, error)
         self.on_failure(destination, cid)
 

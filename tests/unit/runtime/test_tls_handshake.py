@@ -203,3 +203,33 @@ def test_rotated_certificate_is_served_to_new_connections(
             await server.stop()
 
     _run(loop, go())
+
+
+def test_admin_client_fails_at_once_on_an_untrusted_server_certificate(
+    pki: Pki, tmp_path: Path
+) -> None:
+    from metaquorum.admin.client import AdminClient, AdminError, RetriableAdminError
+    from metaquorum.net.endpoint import Endpoint
+
+    server_tls = _contexts(pki.issue("server"), pki.ca)
+    other = Pki.create(tmp_path / "other", "other-ca")
+    client_tls = _contexts(other.issue("client"), other.ca)  # trusts another CA only
+
+    async def go() -> None:
+        server = await _server(server_tls)
+        admin = AdminClient(
+            [Endpoint("127.0.0.1", server.port)], timeout_s=20, tls=client_tls.client
+        )
+        try:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(AdminError) as e:
+                await admin.describe_cluster()
+            assert not isinstance(e.value, RetriableAdminError)
+            assert "failed: self-signed certificate in certificate chain" in str(e.value)
+            assert "--command-config" in str(e.value)
+            assert asyncio.get_running_loop().time() - started < 5  # not retried for 20 s
+        finally:
+            await admin.close()
+            await server.stop()
+
+    _run("uvloop", go())
