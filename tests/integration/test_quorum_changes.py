@@ -11,7 +11,10 @@ duplicated, each writer's order kept. Timings print with `-s` (the issue's note)
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -247,3 +250,29 @@ def test_remove_the_leader_then_kill_the_leader_during_an_add(tmp_path: Path) ->
             acked=result.acked,
             max_gap_s=round(result.max_gap_s, 3),
         )
+
+
+def test_make_run_forms_a_dynamic_quorum_by_auto_join(tmp_path: Path) -> None:
+    """`make run`'s launcher: node 1 --standalone, nodes 2 and 3 join by themselves; the
+    status line lists voters and observers; Ctrl-C stops every node."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metaquorum.runtime.local_quorum", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    out = b""
+    deadline = time.monotonic() + 60
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    try:
+        while b"voters[1:" not in out or not re.search(rb"voters\[1:\d+ 2:\d+ 3:\d+\]", out):
+            assert time.monotonic() < deadline, out.decode(errors="replace")[-2000:]
+            out += proc.stdout.read() or b""
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    os.set_blocking(proc.stdout.fileno(), True)
+    out += proc.stdout.read() or b""
+    assert b"node 1 formatted --standalone" in out and b"observers[" in out
+    assert out.rstrip().endswith(b"stopped.")

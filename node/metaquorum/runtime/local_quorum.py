@@ -259,13 +259,15 @@ def _status_line(q: LocalQuorum, started: float, last: dict[str, float]) -> str:
     lid, epoch = leader
     st = sts[lid] or {}
     hw = st.get("high_watermark", -1)
-    lags = " ".join(f"{r['id']}:{r['lag']}" for r in st.get("replicas", []) if r["kind"] == "voter")
+    replicas = st.get("replicas", [])
+    voters = " ".join(f"{r['id']}:{r['lag']}" for r in replicas if r["kind"] == "voter")
+    observers = " ".join(f"{r['id']}:{r['lag']}" for r in replicas if r["kind"] == "observer")
     now = time.monotonic()
     appended = float(st.get("appended_records", 0))
     rate = (appended - last.get("appended", appended)) / max(1e-3, now - last.get("t", now))
     last.update(appended=appended, t=now)
     return (
-        f"leader {lid} epoch {epoch} HW {hw} lag[{lags}] "
+        f"leader {lid} epoch {epoch} HW {hw} voters[{voters}] observers[{observers or '-'}] "
         f"appends/s {rate:.0f} up {now - started:.0f}s"
     )
 
@@ -280,6 +282,11 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(os.environ.get("TMPDIR", "/tmp")) / "metaquorum-local-quorum",
     )
     parser.add_argument("--voters", type=int, default=3)
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="controller.quorum.voters (KIP-595) instead of a dynamic quorum (KIP-853)",
+    )
     args = parser.parse_args(argv)
     import shutil
 
@@ -288,10 +295,25 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _interrupt)
 
     shutil.rmtree(args.dir, ignore_errors=True)
-    q = LocalQuorum(args.dir.resolve(), args.voters)
+    # Dynamic (the default): node 1 formatted --standalone, the others --no-initial-controllers
+    # with controller.quorum.auto.join.enable: they find the leader through the bootstrap
+    # servers, catch up as observers and add themselves, one voter change at a time.
+    dynamic = not args.static
+    q = LocalQuorum(
+        args.dir.resolve(),
+        args.voters,
+        standalone=dynamic,
+        extra={"controller.quorum.auto.join.enable": "true"} if dynamic else None,
+    )
     q.write_configs()
     q.format()
-    print(f"cluster id {q.cluster_id}; {args.voters} voters: {q.voters_string()}")
+    if dynamic:
+        print(
+            f"cluster id {q.cluster_id}; node 1 formatted --standalone, nodes 2-{args.voters} "
+            f"join it (auto-join); bootstrap servers {q.bootstrap_servers()}"
+        )
+    else:
+        print(f"cluster id {q.cluster_id}; {args.voters} voters: {q.voters_string()}")
     print(f"logs and data under {args.dir}/node-N/")
     q.start_all()
     started = time.monotonic()
