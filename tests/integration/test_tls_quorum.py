@@ -237,3 +237,32 @@ def test_certificate_rotated_on_disk_is_served_with_no_lost_acknowledgement(
         result = ledger.check()
         assert result.acked >= 100, result
         print(f"rotation picked up by all nodes in {took:.2f}s; ledger {result}")
+
+
+def test_dynamic_quorum_forms_by_auto_join_over_mutual_tls(tmp_path: Path) -> None:
+    """Issue 15's discovery and auto-join (node 1 --standalone, nodes 2 and 3 find the leader
+    through controller.quorum.bootstrap.servers and add themselves) over the TLS raft client."""
+    pki = Pki.create(tmp_path / "pki")
+    extra = {
+        **FAST,
+        **ssl_props(pki.issue("node"), pki.ca),
+        "controller.quorum.auto.join.enable": "true",
+    }
+    q = LocalQuorum(tmp_path / "q", 3, extra=extra, standalone=True)
+    q.write_configs()
+    q.format()
+    try:
+        q.start_all()
+
+        def three_voters() -> bool:
+            found = q.leader()
+            if found is None:
+                return False
+            status = q.nodes[found[0]].status() or {}
+            return sum(1 for r in status.get("replicas", []) if r["kind"] == "voter") == 3
+
+        wait_for(three_voters, 60, "three voters after auto-join over TLS")
+        for nid in q.nodes:
+            assert "(SSL, client auth required" in _log(q, nid)
+    finally:
+        q.stop_all()
