@@ -179,6 +179,15 @@ def tls_settings(props: Mapping[str, str]) -> TlsSettings:
             raise ConfigError(
                 "ssl.truststore.location and ssl.truststore.certificates are both set: keep one"
             )
+    for key in ("ssl.engine.factory.class", "ssl.provider"):
+        if get(key):
+            raise ConfigError(f"{key} is Java-only: metaquorum uses OpenSSL: remove {key}")
+    proto = get("ssl.protocol") or "TLSv1.3"
+    if proto not in ("TLS", "TLSv1.2", "TLSv1.3"):
+        raise ConfigError(
+            f"ssl.protocol={proto}: use TLSv1.3 (Kafka's default) or TLSv1.2; the protocols "
+            "spoken are ssl.enabled.protocols"
+        )
     client_auth = (get("ssl.client.auth") or "none").lower()
     if client_auth not in ("none", "requested", "required"):
         raise ConfigError(

@@ -89,6 +89,9 @@ def test_listener_prefixed_ssl_settings_win() -> None:
         ({"ssl.enabled.protocols": "TLSv1.2,TLSv1.4"}, ["TLSv1.4", "TLSv1.2"]),
         ({"ssl.enabled.protocols": "SSLv3"}, ["SSLv3"]),
         ({"ssl.enabled.protocols": "TLSv1.1"}, ["TLSv1.1"]),
+        ({"ssl.protocol": "SSLv3"}, ["ssl.protocol=SSLv3", "TLSv1.3"]),
+        ({"ssl.engine.factory.class": "com.example.F"}, ["Java-only", "remove"]),
+        ({"ssl.provider": "SunJSSE"}, ["ssl.provider"]),
         ({"ssl.cipher.suites": "TLS_RSA_WITH_NULL_SHA"}, ["TLS_RSA_WITH_NULL_SHA", "IANA"]),
         ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, ["TLS 1.3", "all three"]),
         (
