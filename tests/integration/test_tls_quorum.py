@@ -102,6 +102,11 @@ def test_mutual_tls_quorum_elects_replicates_and_survives_kill_of_the_leader(
             str(tmp_path / "client.properties"), "describe", "--status",
         )  # fmt: skip
         assert ok.returncode == 0 and f"LeaderId:               {new_leader}" in ok.stdout, ok
+        appended = our_cli(
+            "log", "--bootstrap-controller", boot, "--command-config",
+            str(tmp_path / "client.properties"), "append", "over-tls",
+        )  # fmt: skip
+        assert appended.returncode == 0 and "appended 1 record(s) at offset" in appended.stdout
 
         # A plaintext client gets no byte of an answer, and the node says why.
         assert _plaintext_probe(q.nodes[new_leader].port) == b""
