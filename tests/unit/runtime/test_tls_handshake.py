@@ -233,3 +233,50 @@ def test_admin_client_fails_at_once_on_an_untrusted_server_certificate(
             await server.stop()
 
     _run("uvloop", go())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_truststore_extended_on_disk_admits_the_new_ca_without_restart(
+    loop: str, pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tls_mod, "RELOAD_CHECK_S", 0.0)
+    trust = tmp_path / "trust.crt"
+    trust.write_text(pki.ca.read_text())
+    server_tls = _contexts(pki.issue("server"), trust)
+    newer = Pki.create(tmp_path / "newer", "newer-ca")
+    newcomer = _contexts(newer.issue("newcomer"), pki.ca)
+
+    async def go() -> None:
+        server = await _server(server_tls)
+        try:
+            with pytest.raises(TlsError):
+                await _ask(KafkaConnection("127.0.0.1", server.port, tls=newcomer.client))
+            trust.write_text(
+                pki.ca.read_text() + newer.ca.read_text()
+            )  # CA bundle, as in a CA rotation
+            await _ask(KafkaConnection("127.0.0.1", server.port, tls=newcomer.client))
+        finally:
+            await server.stop()
+
+    _run(loop, go())
+
+
+def test_a_stalled_handshake_is_closed_after_the_frame_timeout(pki: Pki) -> None:
+    server_tls = _contexts(pki.issue("server"), pki.ca)
+
+    async def go() -> None:
+        async def handler(req: InboundRequest | UnsupportedApiVersions, conn: int) -> bytes:
+            raise AssertionError("no request can arrive")
+
+        server = KafkaServer("127.0.0.1", 0, handler, frame_timeout_s=0.5, tls=server_tls.server())
+        await server.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            started = asyncio.get_running_loop().time()
+            assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, nothing sent
+            assert asyncio.get_running_loop().time() - started < 3
+            writer.close()
+        finally:
+            await server.stop()
+
+    _run("uvloop", go())
