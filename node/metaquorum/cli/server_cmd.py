@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from metaquorum.net.endpoint import ConfigError
+from metaquorum.net.tls import TlsContexts
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.runtime.config import load_config
 
@@ -81,6 +82,7 @@ async def _main(config: Any) -> int:
             config.http_listener.host,
             config.http_listener.port,
             snapshot_enabled=config.http_snapshot_enabled,
+            tls=TlsContexts.shared(config.http_tls).server() if config.http_tls else None,
         )
     try:
         return await serve(runtime)

@@ -17,6 +17,7 @@ Invariants: the GET endpoints only read; every value is read from the driver at 
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 
 from aiohttp import web
@@ -153,10 +154,16 @@ def build_app(runtime: NodeRuntime, *, snapshot_enabled: bool = False) -> web.Ap
 
 
 async def start_http(
-    runtime: NodeRuntime, host: str, port: int, *, snapshot_enabled: bool = False
+    runtime: NodeRuntime,
+    host: str,
+    port: int,
+    *,
+    snapshot_enabled: bool = False,
+    tls: ssl.SSLContext | None = None,
 ) -> web.AppRunner:
+    """`tls`: HTTPS (`metaquorum.http.ssl.enable`), with the certificates net/tls.py reloads."""
     runner = web.AppRunner(build_app(runtime, snapshot_enabled=snapshot_enabled), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=tls)
     await site.start()
     return runner

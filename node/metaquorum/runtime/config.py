@@ -16,6 +16,7 @@ load (net/tls.py), anything else is refused at load.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -32,6 +33,8 @@ ENV_PREFIX = "METAQUORUM_"
 HTTP_LISTENER = "metaquorum.http.listener"
 # POST /snapshot on that listener (mutating, unauthenticated): off unless set to true.
 HTTP_SNAPSHOT_ENABLE = "metaquorum.http.snapshot.enable"
+# HTTPS on that listener with the controller listener's certificate (no client certificate).
+HTTP_SSL_ENABLE = "metaquorum.http.ssl.enable"
 MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
 SNAPSHOT_BYTES = "metadata.log.max.record.bytes.between.snapshots"  # Kafka's, default 20 MiB
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -54,6 +57,7 @@ class NodeConfig:
     props: dict[str, str]
     tls: TlsSettings | None = None  # the controller listener's, when its protocol is SSL
     http_snapshot_enabled: bool = False  # POST /snapshot served
+    http_tls: TlsSettings | None = None  # HTTPS on the HTTP listener
 
     @property
     def listener_name(self) -> str:
@@ -167,6 +171,7 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
     except ValueError as e:
         raise ConfigError(f"{e}: fix it in the config") from None
     http_raw = props.get(HTTP_LISTENER, "").strip()
+    tls = server_tls_settings(props, names[0])
     return NodeConfig(
         node_id=node_id,
         process_roles=roles,
@@ -180,9 +185,22 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         max_frame_bytes=_int(props, MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, minimum=1024),
         snapshot_bytes=_int(props, SNAPSHOT_BYTES, DEFAULT_SNAPSHOT_BYTES, minimum=1),
         props=props,
-        tls=server_tls_settings(props, names[0]),
+        tls=tls,
         http_snapshot_enabled=_flag(props, HTTP_SNAPSHOT_ENABLE),
+        http_tls=_http_tls(props, tls),
     )
+
+
+def _http_tls(props: Mapping[str, str], tls: TlsSettings | None) -> TlsSettings | None:
+    if not _flag(props, HTTP_SSL_ENABLE):
+        return None
+    if tls is None:
+        raise ConfigError(
+            f"{HTTP_SSL_ENABLE}=true uses the controller listener's certificate, but that "
+            "listener is PLAINTEXT: put it on SSL (listener.security.protocol.map, ssl.*)"
+        )
+    # Probes and scrapers present no client certificate: HTTPS without client auth.
+    return dataclasses.replace(tls, client_auth="none")
 
 
 def _flag(props: Mapping[str, str], key: str) -> bool:

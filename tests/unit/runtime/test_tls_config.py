@@ -238,3 +238,9 @@ def test_http_snapshot_endpoint_flag() -> None:
     assert config_from_properties(on).http_snapshot_enabled
     with pytest.raises(ConfigError, match=r"metaquorum\.http\.snapshot\.enable=true or false"):
         config_from_properties({**BASE, "metaquorum.http.snapshot.enable": "yes"})
+
+
+def test_https_on_the_http_listener_needs_the_controller_listener_on_ssl() -> None:
+    with pytest.raises(ConfigError, match=r"metaquorum\.http\.ssl\.enable=true .* PLAINTEXT"):
+        config_from_properties({**BASE, "metaquorum.http.ssl.enable": "true"})
+    assert config_from_properties({**BASE, **PEM}).http_tls is None
