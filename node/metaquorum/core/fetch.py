@@ -30,7 +30,6 @@ from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.log import LogEntry, ValidationKind
 from metaquorum.core.rpc_common import (
     PARTITION,
-    TOPIC_NAME,
     directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
@@ -43,7 +42,6 @@ from metaquorum.core.rpc_common import (
 from metaquorum.core.states import FollowerState, LeaderState, UnattachedState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
-from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -80,7 +78,7 @@ def build_fetch_request(node: RaftNode) -> FetchRequestData:
         max_bytes=MAX_FETCH_SIZE_BYTES,
         topics=[
             FetchRequestData.FetchTopic(
-                topic=TOPIC_NAME, topic_id=Uuid.METADATA_TOPIC_ID, partitions=[partition]
+                topic=node.topic.name, topic_id=node.topic.id, partitions=[partition]
             )
         ],
     )
@@ -224,7 +222,7 @@ def build_fetch_response(
     return FetchResponseData(
         responses=[
             FetchResponseData.FetchableTopicResponse(
-                topic=TOPIC_NAME, topic_id=Uuid.METADATA_TOPIC_ID, partitions=[partition]
+                topic=node.topic.name, topic_id=node.topic.id, partitions=[partition]
             )
         ],
         node_endpoints=discovery.fetch_response_endpoints(node),
@@ -285,7 +283,7 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
         return
     p = single_partition(
         request.topics,
-        lambda t: t.topic_id == Uuid.METADATA_TOPIC_ID,
+        lambda t: t.topic_id == node.topic.id,
         lambda t: t.partitions,
         lambda p: p.partition,
     )

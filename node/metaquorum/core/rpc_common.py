@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
     from metaquorum.core.voter_set import ListenerEndpoint
 
-TOPIC_NAME = "__cluster_metadata"
 PARTITION = 0
 
 T = TypeVar("T")
@@ -59,11 +58,11 @@ def single_partition(
     return parts[0]
 
 
-def quorum_partition(topics: Sequence[_NamedTopic[IP]]) -> IP | None:
+def quorum_partition(topics: Sequence[_NamedTopic[IP]], topic_name: str) -> IP | None:
     """`single_partition` for the RPCs whose topics have `topic_name` and partitions have
     `partition_index` (Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum)."""
     return single_partition(
-        topics, lambda t: t.topic_name == TOPIC_NAME, lambda t: t.partitions, _partition_index
+        topics, lambda t: t.topic_name == topic_name, lambda t: t.partitions, _partition_index
     )
 
 

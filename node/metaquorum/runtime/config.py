@@ -26,6 +26,12 @@ from pathlib import Path
 from metaquorum.core.config import QuorumConfig
 from metaquorum.net.endpoint import ConfigError, Endpoint, parse_endpoint
 from metaquorum.net.tls_settings import TlsSettings, server_tls_settings
+from metaquorum.protocol.types import (
+    METADATA_RAFT_TOPIC,
+    RAFT_TOPIC_KEY,
+    RaftTopic,
+    raft_topic_named,
+)
 from metaquorum.storage.meta_properties import parse_properties
 
 ENV_PREFIX = "METAQUORUM_"
@@ -58,6 +64,7 @@ class NodeConfig:
     tls: TlsSettings | None = None  # the controller listener's, when its protocol is SSL
     http_snapshot_enabled: bool = False  # POST /snapshot served
     http_tls: TlsSettings | None = None  # HTTPS on the HTTP listener
+    raft_topic: RaftTopic = METADATA_RAFT_TOPIC  # metaquorum.raft.topic (TestRaftServer interop)
 
     @property
     def listener_name(self) -> str:
@@ -172,6 +179,10 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         raise ConfigError(f"{e}: fix it in the config") from None
     http_raw = props.get(HTTP_LISTENER, "").strip()
     tls = server_tls_settings(props, names[0])
+    try:
+        raft_topic = raft_topic_named(props.get(RAFT_TOPIC_KEY, METADATA_RAFT_TOPIC.name))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     return NodeConfig(
         node_id=node_id,
         process_roles=roles,
@@ -188,6 +199,7 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         tls=tls,
         http_snapshot_enabled=_flag(props, HTTP_SNAPSHOT_ENABLE),
         http_tls=_http_tls(props, tls),
+        raft_topic=raft_topic,
     )
 
 

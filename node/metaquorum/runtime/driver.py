@@ -154,6 +154,7 @@ class Driver:
             ),
             local_endpoints=local_endpoints(config),
             bootstrap_servers=bootstrap_endpoints(config),
+            topic=config.raft_topic,
         )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.state_machine = KeyValueStateMachine()

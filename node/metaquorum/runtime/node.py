@@ -68,7 +68,10 @@ class NodeRuntime:
     def __init__(self, config: NodeConfig, *, fsync: bool = True) -> None:
         self.config = config
         storage = open_replica_storage(
-            config.metadata_log_dir, node_id=config.node_id, config=LogConfig(fsync=fsync)
+            config.metadata_log_dir,
+            node_id=config.node_id,
+            config=LogConfig(fsync=fsync),
+            topic=config.raft_topic,
         )
         if storage.meta.cluster_id is None:
             raise ProtocolError(f"{config.metadata_log_dir}/meta.properties has no cluster.id")
