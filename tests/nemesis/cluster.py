@@ -1,0 +1,207 @@
+"""A quorum of real `metaquorum server start` processes, each in its own network namespace
+(tests/nemesis/netns.py) and under libfiu's preload (`fiu-run -x`), for the nemesis.
+
+Role: write each node's `server.properties` (static `controller.quorum.voters` on the
+namespace addresses, the listener and the HTTP status on the node's own address, fast
+election and fetch timeouts), format the data dirs, start/kill/pause/restart the processes,
+break a running node's disk (libfiu: fsync and fdatasync fail with EIO, after which the node
+must fail-stop), read `/status` from inside the hub namespace.
+Invariants: a node is always started the same way (namespace, libfiu preload, optional
+`wrapper_module` for a deliberately broken build), so a restart is the same binary on the same
+data; `stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from metaquorum.storage.formatter import ServerConfig, format_storage
+
+from tests.nemesis.netns import Net, in_netns, node_ip
+from tests.nemesis.tools import REPO
+
+PORT, HTTP_PORT = 9093, 8080
+FAST = {
+    "controller.quorum.election.timeout.ms": "500",
+    "controller.quorum.fetch.timeout.ms": "1000",
+}
+FSYNC_POINTS = ("posix/io/sync/fsync", "posix/io/sync/fdatasync")
+EIO = 5
+
+
+class NotConverged(TimeoutError):
+    def __init__(self, message: str, hws: dict[int, int]) -> None:
+        super().__init__(message)
+        self.hws = hws
+
+
+class Cluster:
+    def __init__(
+        self,
+        base: Path,
+        net: Net,
+        fiu_bin: Path,
+        *,
+        wrapper_module: str = "metaquorum.cli.server_cmd",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.base, self.net, self.fiu_bin = base, net, fiu_bin
+        self.ids = sorted(net.ns)
+        self.module = wrapper_module
+        self.env = dict(os.environ, **(env or {}))
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.starts = dict.fromkeys(self.ids, 0)
+
+    def dir(self, i: int) -> Path:
+        return self.base / f"node-{i}"
+
+    def data_dir(self, i: int) -> Path:
+        return self.dir(i) / "data"
+
+    def endpoints(self) -> list[str]:
+        return [f"{node_ip(i)}:{PORT}" for i in self.ids]
+
+    def setup(self, cluster_id: str) -> None:
+        voters = ",".join(f"{i}@{node_ip(i)}:{PORT}" for i in self.ids)
+        for i in self.ids:
+            self.dir(i).mkdir(parents=True, exist_ok=True)
+            props = {
+                "node.id": str(i),
+                "process.roles": "controller",
+                "controller.listener.names": "CONTROLLER",
+                "listeners": f"CONTROLLER://{node_ip(i)}:{PORT}",
+                "controller.quorum.voters": voters,
+                "metadata.log.dir": str(self.data_dir(i)),
+                "metaquorum.http.listener": f"{node_ip(i)}:{HTTP_PORT}",
+                **FAST,
+            }
+            path = self.dir(i) / "server.properties"
+            path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+            format_storage(ServerConfig.load(path), cluster_id)
+
+    # --- processes ---------------------------------------------------------------------------
+    def start(self, i: int) -> None:
+        self.starts[i] += 1
+        log = (self.dir(i) / "node.log").open("ab")
+        log.write(f"--- nemesis: start #{self.starts[i]} at {time.time():.3f}\n".encode())
+        log.flush()
+        self.procs[i] = subprocess.Popen(
+            [
+                *self.net.exec_prefix(i),
+                *(str(self.fiu_bin / "fiu-run"), "-x", "-f", str(self.base / "fiu-ctrl")),
+                *(sys.executable, "-m", self.module, "start"),
+                *("--config", str(self.dir(i) / "server.properties")),
+            ],
+            stdout=log,
+            stderr=log,
+            env=self.env,
+            cwd=REPO,
+            start_new_session=True,
+        )
+        log.close()
+
+    def alive(self, i: int) -> bool:
+        p = self.procs.get(i)
+        return p is not None and p.poll() is None
+
+    def signal(self, i: int, sig: int) -> None:
+        p = self.procs.get(i)
+        if p is not None and p.poll() is None:
+            os.kill(p.pid, sig)
+
+    def kill(self, i: int) -> None:
+        self.signal(i, signal.SIGKILL)
+        p = self.procs.get(i)
+        if p is not None:
+            p.wait(10)
+
+    def break_disk(self, i: int) -> None:
+        p = self.procs.get(i)
+        if p is None or p.poll() is not None:
+            return
+        for point in FSYNC_POINTS:
+            subprocess.run(
+                [
+                    *(str(self.fiu_bin / "fiu-ctrl"), "-f", str(self.base / "fiu-ctrl")),
+                    *("-c", f"enable name={point},failinfo={EIO}", str(p.pid)),
+                ],
+                check=False,
+                capture_output=True,
+                timeout=10,
+            )
+
+    def exit_code(self, i: int, timeout_s: float) -> int | None:
+        p = self.procs.get(i)
+        if p is None:
+            return None
+        try:
+            return p.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop_all(self) -> None:
+        for i in self.ids:
+            self.signal(i, signal.SIGCONT)
+            self.signal(i, signal.SIGTERM)
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+    # --- status ------------------------------------------------------------------------------
+    def status(self, i: int) -> dict[str, Any] | None:
+        if not self.alive(i):
+            return None
+
+        def get() -> dict[str, Any] | None:
+            url = f"http://{node_ip(i)}:{HTTP_PORT}/status"
+            try:
+                with urllib.request.urlopen(url, timeout=1.0) as r:
+                    doc: dict[str, Any] = json.loads(r.read())
+                    return doc
+            except (OSError, ValueError):
+                return None
+
+        return in_netns(self.net.hub, get)
+
+    def statuses(self) -> dict[int, dict[str, Any] | None]:
+        return {i: self.status(i) for i in self.ids}
+
+    def leader(self) -> int | None:
+        for i, st in self.statuses().items():
+            if st is not None and st.get("state") == "leader" and st.get("leader_id") == i:
+                return i
+        return None
+
+    def wait_for_leader(self, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.leader()
+            if found is not None:
+                return found
+            time.sleep(0.1)
+        raise TimeoutError(f"no leader within {timeout_s}s: {self.statuses()}")
+
+    def wait_converged(self, timeout_s: float) -> dict[int, int]:
+        """Until a leader exists and every node's HW equals the leader's; the HWs (else
+        `NotConverged` with the last HWs seen)."""
+        deadline = time.monotonic() + timeout_s
+        hws: dict[int, int] = {}
+        while time.monotonic() < deadline:
+            sts = self.statuses()
+            hws = {i: int((s or {}).get("high_watermark") or -1) for i, s in sts.items()}
+            lead = [i for i, s in sts.items() if s and s.get("state") == "leader"]
+            if lead and all(h == hws[lead[0]] and h > 0 for h in hws.values()):
+                return hws
+            time.sleep(0.2)
+        raise NotConverged(f"the nodes did not converge within {timeout_s}s: HWs {hws}", hws)
