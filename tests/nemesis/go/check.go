@@ -20,6 +20,7 @@ import (
 	"hash/fnv"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ type input struct {
 	read  bool
 	value string
 	from  int64
+	node  int // which node answered (for the report only)
 }
 
 type output struct {
@@ -122,10 +124,10 @@ var logModel = porcupine.Model{
 			if o.open {
 				tag = " (unknown; seen by a read)"
 			}
-			return fmt.Sprintf("append(%s) -> %d%s", i.value, o.offset, tag)
+			return fmt.Sprintf("append(%s) on node %d -> %d%s", i.value, i.node+1, o.offset, tag)
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "read[%d,%d) complete=%v ->", i.from, o.upto, o.complete)
+		fmt.Fprintf(&b, "read[%d,%d) on node %d complete=%v ->", i.from, o.upto, i.node+1, o.complete)
 		for k, r := range o.records {
 			if k == 8 {
 				fmt.Fprintf(&b, " ... %d more", len(o.records)-8)
@@ -165,6 +167,7 @@ type report struct {
 	ReadsOK       int      `json:"reads_ok"`
 	ReadsFailed   int      `json:"reads_failed"`
 	Violations    []string `json:"violations"`
+	Stuck         []string `json:"not_linearizable_after,omitempty"`
 	Visualization string   `json:"visualization,omitempty"`
 	CheckSeconds  float64  `json:"check_seconds"`
 }
@@ -225,7 +228,7 @@ func check(args []string) int {
 			switch op.Type {
 			case "ok":
 				rep.AppendsOK++
-				ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: input{value: op.Value},
+				ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: input{value: op.Value, node: op.Node},
 					Call: op.Call, Output: output{offset: op.Offset}, Return: op.Return})
 			case "info":
 				if !seen {
@@ -233,7 +236,7 @@ func check(args []string) int {
 					continue
 				}
 				rep.AppendsOpen++
-				ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: input{value: op.Value},
+				ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: input{value: op.Value, node: op.Node},
 					Call: op.Call, Output: output{offset: at, open: true}, Return: lastReturn + 1})
 			default:
 				rep.AppendsFailed++
@@ -244,7 +247,7 @@ func check(args []string) int {
 			}
 		case op.Type == "ok":
 			rep.ReadsOK++
-			ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: input{read: true, from: op.From},
+			ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: input{read: true, from: op.From, node: op.Node},
 				Call: op.Call, Output: output{upto: op.Upto, complete: op.Complete, records: op.Records}, Return: op.Return})
 		default:
 			rep.ReadsFailed++
@@ -262,6 +265,7 @@ func check(args []string) int {
 	rep.Result = string(res)
 	if res == porcupine.Illegal {
 		rep.Violations = append(rep.Violations, "porcupine: the history is not linearizable (see the visualisation)")
+		rep.Stuck = stuckAt(info, ops)
 	}
 	if res != porcupine.Ok || len(rep.Violations) > 0 {
 		if *faultsPath != "" {
@@ -288,4 +292,43 @@ func check(args []string) int {
 		return 3 // porcupine timed out: no verdict
 	}
 	return 0
+}
+
+// stuckAt names where porcupine's longest linearization stops: the last operations it could
+// place, then the earliest-returning operations it could not (one of them is the culprit).
+func stuckAt(info porcupine.LinearizationInfo, ops []porcupine.Operation) []string {
+	parts := info.PartialLinearizations()
+	if len(parts) == 0 {
+		return nil
+	}
+	var best []int
+	for _, p := range parts[0] {
+		if len(p) > len(best) {
+			best = p
+		}
+	}
+	placed := make(map[int]bool, len(best))
+	for _, i := range best {
+		placed[i] = true
+	}
+	describe := func(tag string, i int) string {
+		op := ops[i]
+		return fmt.Sprintf("%s: client %d [%d..%d] %s", tag, op.ClientId, op.Call, op.Return,
+			logModel.DescribeOperation(op.Input, op.Output))
+	}
+	var out []string
+	for _, i := range best[max(0, len(best)-3):] {
+		out = append(out, describe("placed", i))
+	}
+	var left []int
+	for i := range ops {
+		if !placed[i] {
+			left = append(left, i)
+		}
+	}
+	sort.Slice(left, func(a, b int) bool { return ops[left[a]].Return < ops[left[b]].Return })
+	for _, i := range left[:min(3, len(left))] {
+		out = append(out, describe("cannot place", i))
+	}
+	return out
 }
