@@ -38,9 +38,16 @@ RUNS = Path(os.environ.get("METAQUORUM_NEMESIS_DIR", Path(os.environ.get("TMPDIR
 
 
 def rerun_command(
-    seed: int, duration_s: float, kinds: tuple[str, ...], broken: str | None, scenario: str | None
+    seed: int,
+    duration_s: float,
+    kinds: tuple[str, ...],
+    broken: str | None,
+    scenario: str | None,
+    compose: bool,
 ) -> str:
     cmd = f"python -m tests.nemesis.run --seed {seed} --duration {duration_s:g}"
+    if compose:
+        cmd += " --compose"
     if scenario:
         cmd += f" --scenario {scenario}"
     elif kinds != KINDS:
@@ -59,6 +66,7 @@ def run(
     clients: int = 6,
     base: Path | None = None,
     scenario: str | None = None,
+    compose: bool = False,
     converge_s: float = 60.0,
 ) -> dict[str, Any]:
     """One run; a `scenario` (nemesis.SCENARIOS) replaces the seeded schedule."""
@@ -68,7 +76,7 @@ def run(
         base or RUNS / "metaquorum-nemesis"
     ) / f"{stamp}-seed{seed}{'-' + broken if broken else ''}"
     out.mkdir(parents=True, exist_ok=True)
-    faults = SCENARIOS[scenario] if scenario else schedule(seed, duration_s, kinds)
+    faults = SCENARIOS[scenario] if scenario else schedule(seed, duration_s, kinds, compose=compose)
     print(f"nemesis: seed {seed}, {len(faults)} faults over {duration_s:g}s, dir {out}", flush=True)
     summary: dict[str, Any] = {
         "seed": seed,
@@ -76,7 +84,7 @@ def run(
         "kinds": list(kinds),
         "broken": broken,
         "dir": str(out),
-        "rerun": rerun_command(seed, duration_s, kinds, broken, scenario),
+        "rerun": rerun_command(seed, duration_s, kinds, broken, scenario, compose),
         "schedule": [f.__dict__ for f in faults],
     }
     (out / "seed").write_text(f"{seed}\n")
@@ -123,6 +131,7 @@ def run(
         net.destroy()
     summary["faults_injected"] = nemesis.injected
     summary["findings"] = nemesis.findings
+    summary["notes"] = nemesis.notes
     summary["node_starts"] = cluster.starts
     return _judge(out, summary, hw, t.mqnemesis)
 
@@ -178,12 +187,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--broken", choices=["ack-before-majority", "stale-read"], default=None)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=None)
+    p.add_argument("--compose", action="store_true", help="process and network faults overlap")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
     kinds = tuple(k for k in a.kinds.split(",") if k)
     results = []
     for k in range(a.runs):
-        r = run(a.seed + k, a.duration, kinds, broken=a.broken, base=a.out, scenario=a.scenario)
+        r = run(
+            *(a.seed + k, a.duration, kinds),
+            **dict(broken=a.broken, base=a.out, scenario=a.scenario, compose=a.compose),
+        )
         results.append(r)
         if r["ok"] and a.runs > 1:  # a campaign keeps what judges a passing run, not its data
             for data in Path(r["dir"]).glob("node-*/data"):

@@ -16,7 +16,12 @@ def availability(history: list[dict[str, Any]], faults: list[dict[str, Any]]) ->
         return {}
     t0 = min(op["call"] for op in history)
     t1 = max(op["return"] for op in history)
-    windows = [(f["start"], f["end"]) for f in faults]
+    windows: list[tuple[int, int]] = []  # the union of the fault windows (lanes overlap)
+    for a, b in sorted((f["start"], f["end"]) for f in faults):
+        if windows and a <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], b))
+        else:
+            windows.append((a, b))
     in_fault = sum(1 for t in acks if any(a <= t <= b for a, b in windows))
     fault_s = sum(b - a for a, b in windows) / 1e9
     total_s = (t1 - t0) / 1e9

@@ -134,8 +134,8 @@ func doRead(cs *conns, node int, window int64, op *Op) {
 	// What the answer covers: [from, hw) when its whole batches reach the HW (or there is
 	// nothing below the HW to read), else [from, end of the last batch) only.
 	switch {
-	case from >= hw:
-		op.Upto, op.Complete = from, true
+	case from >= hw: // nothing to read; still: nothing is committed at or above hw
+		op.Upto, op.Complete = hw, true
 	case end == hw:
 		op.Upto, op.Complete = hw, true
 	case end > from:
