@@ -1,14 +1,15 @@
 """A quorum of real `metaquorum server start` processes, each in its own network namespace
-(tests/nemesis/netns.py) and under libfiu's preload (`fiu-run -x`), for the nemesis.
+(tests/nemesis/netns.py) and under libfiu's preload (`fiu-run -x`), started through
+`tests/nemesis/node_shim.py` (the real `server start` plus a clock seam), for the nemesis.
 
 Role: write each node's `server.properties` (static `controller.quorum.voters` on the
 namespace addresses, the listener and the HTTP status on the node's own address, fast
 election and fetch timeouts), format the data dirs, start/kill/pause/restart the processes,
 break a running node's disk (libfiu: fsync and fdatasync fail with EIO, after which the node
-must fail-stop), read `/status` from inside the hub namespace.
-Invariants: a node is always started the same way (namespace, libfiu preload, optional
-`wrapper_module` for a deliberately broken build), so a restart is the same binary on the same
-data; `stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL).
+must fail-stop), jump a node's clock, read `/status` from inside the hub namespace.
+Invariants: a node is always started the same way (namespace, libfiu preload, the shim,
+optionally a deliberately broken mode), so a restart is the same program on the same data;
+`stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL).
 """
 
 from __future__ import annotations
@@ -50,13 +51,11 @@ class Cluster:
         net: Net,
         fiu_bin: Path,
         *,
-        wrapper_module: str = "metaquorum.cli.server_cmd",
-        env: dict[str, str] | None = None,
+        broken: str | None = None,
     ) -> None:
         self.base, self.net, self.fiu_bin = base, net, fiu_bin
         self.ids = sorted(net.ns)
-        self.module = wrapper_module
-        self.env = dict(os.environ, **(env or {}))
+        self.env = dict(os.environ, **({"MQ_NEMESIS_BROKEN": broken} if broken else {}))
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.starts = dict.fromkeys(self.ids, 0)
 
@@ -90,6 +89,7 @@ class Cluster:
     # --- processes ---------------------------------------------------------------------------
     def start(self, i: int) -> None:
         self.starts[i] += 1
+        env = dict(self.env, MQ_NEMESIS_CLOCK_FILE=str(self.clock_file(i)))
         log = (self.dir(i) / "node.log").open("ab")
         log.write(f"--- nemesis: start #{self.starts[i]} at {time.time():.3f}\n".encode())
         log.flush()
@@ -97,16 +97,25 @@ class Cluster:
             [
                 *self.net.exec_prefix(i),
                 *(str(self.fiu_bin / "fiu-run"), "-x", "-f", str(self.base / "fiu-ctrl")),
-                *(sys.executable, "-m", self.module, "start"),
+                *(sys.executable, "-m", "tests.nemesis.node_shim", "start"),
                 *("--config", str(self.dir(i) / "server.properties")),
             ],
             stdout=log,
             stderr=log,
-            env=self.env,
+            env=env,
             cwd=REPO,
             start_new_session=True,
         )
         log.close()
+
+    def clock_file(self, i: int) -> Path:
+        return self.dir(i) / "clock-offset-ms"
+
+    def set_clock(self, i: int, offset_ms: int) -> None:
+        """Jump node i's clock to real time + `offset_ms` (tests/nemesis/node_shim.py)."""
+        tmp = self.clock_file(i).with_suffix(".tmp")
+        tmp.write_text(f"{offset_ms}\n")
+        tmp.rename(self.clock_file(i))
 
     def alive(self, i: int) -> bool:
         p = self.procs.get(i)

@@ -13,7 +13,9 @@ Kinds:
 - loss: 40% of the target's outgoing packets dropped; slow: a 256 kbit/s token bucket on its
   link (queueing delay, then drops); there is no netem on this kernel (netns.py);
 - disk: fsync/fdatasync fail with EIO (libfiu); the node must fail-stop, and is restarted on
-  its data at the end (the fault is gone in the new process).
+  its data at the end (the fault is gone in the new process);
+- clock-fwd / clock-back: the node's clock (the one the core and the read lease read, through
+  the shim's seam) jumps 2-10 s forward / back, and returns to real time at the end.
 The clients always reach every node: only links between nodes are cut.
 Composed (`compose=True`, as `make nemesis` runs): a process lane (kill, pause, disk) and a
 network lane side by side, so faults overlap across lanes, never within one.
@@ -34,8 +36,11 @@ from pathlib import Path
 
 from tests.nemesis.cluster import Cluster
 
-KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk")
-PROCESS_KINDS = ("kill", "pause", "disk")
+KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk", "clock-fwd")
+# Opt-in (`--kinds`): a backward clock step on a leader breaks its read lease today (see
+# docs/nemesis.md, "Findings"), so it is not in the default set that `make test` runs.
+EXTRA_KINDS = ("clock-back",)
+PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back")
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class Fault:
     target: str  # "leader" or a node id
     hold_s: float
     lane: int = 0  # faults of one lane never overlap; lanes run side by side
+    clock_ms: int = 0  # "clock": how far the node's clock jumps (back if negative)
 
 
 # Fixed scenarios (`--scenario`), e.g. for the broken builds: the leader cut off for 5 s while
@@ -52,6 +58,12 @@ class Fault:
 SCENARIOS = {
     "isolate-leader": [Fault(3.0, "isolate", "leader", 5.0)],
     "pause-leader": [Fault(3.0, "pause", "leader", 5.0)],
+    # The leader's clock goes back 10 s while it is cut off: its read lease and its
+    # check-quorum timer are measured on that clock.
+    "clock-back-isolate-leader": [
+        Fault(3.0, "clock-back", "leader", 6.0, 0, -10_000),
+        Fault(3.3, "isolate", "leader", 5.0, 1),
+    ],
 }
 
 
@@ -84,7 +96,11 @@ def _lane(rng: random.Random, duration_s: float, kinds: tuple[str, ...], lane: i
             order = list(kinds)
             rng.shuffle(order)
         target = "leader" if rng.random() < 0.5 else str(rng.randint(1, 3))
-        out.append(Fault(round(t, 2), order.pop(), target, hold, lane))
+        kind = order.pop()
+        jump = 0
+        if kind.startswith("clock"):
+            jump = (-1 if kind == "clock-back" else 1) * rng.randint(2000, 10_000)
+        out.append(Fault(round(t, 2), kind, target, hold, lane, jump))
         t += hold + rng.uniform(1.0, 3.0)
 
 
@@ -116,7 +132,7 @@ class Nemesis:
             time.sleep(max(0.0, t0 + f.at_s - time.monotonic()))
             node = self._target(f.target)
             start = time.time_ns()
-            what = self._inject(f.kind, node)
+            what = self._inject(f.kind, node, f.clock_ms)
             time.sleep(f.hold_s)
             self._heal(f.kind, node)
             with self._lock:
@@ -134,7 +150,7 @@ class Nemesis:
     def _others(self, node: int) -> list[int]:
         return [i for i in self.c.ids if i != node]
 
-    def _inject(self, kind: str, node: int) -> str:
+    def _inject(self, kind: str, node: int, clock_ms: int = 0) -> str:
         net, others = self.c.net, self._others(node)
         if kind not in PROCESS_KINDS:
             self._net_active = self._net_faults_during_disk = True
@@ -164,6 +180,9 @@ class Nemesis:
             self._net_faults_during_disk = self._net_active
             self.c.break_disk(node)
             return f"fsync EIO on node {node}"
+        if kind.startswith("clock"):
+            self.c.set_clock(node, clock_ms)
+            return f"node {node}'s clock jumps {clock_ms:+d} ms"
         raise ValueError(f"unknown fault kind {kind}")
 
     def _heal(self, kind: str, node: int) -> None:
@@ -171,6 +190,8 @@ class Nemesis:
             self.c.start(node)
         elif kind == "pause":
             self.c.signal(node, signal.SIGCONT)
+        elif kind.startswith("clock"):
+            self.c.set_clock(node, 0)
         elif kind == "disk":
             code = self.c.exit_code(node, 10.0)
             if code is None:
@@ -189,6 +210,7 @@ class Nemesis:
     def heal_all(self) -> None:
         self.c.net.heal()
         for i in self.c.ids:
+            self.c.set_clock(i, 0)
             self.c.signal(i, signal.SIGCONT)
             if not self.c.alive(i):
                 self.c.start(i)

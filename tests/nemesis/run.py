@@ -29,7 +29,7 @@ from metaquorum.protocol.types import Uuid
 
 from tests.nemesis import ledger
 from tests.nemesis.cluster import Cluster, NotConverged
-from tests.nemesis.nemesis import KINDS, SCENARIOS, Nemesis, schedule
+from tests.nemesis.nemesis import EXTRA_KINDS, KINDS, SCENARIOS, Nemesis, schedule
 from tests.nemesis.netns import Net
 from tests.nemesis.stats import availability
 from tests.nemesis.tools import tools
@@ -90,9 +90,7 @@ def run(
     (out / "seed").write_text(f"{seed}\n")
     net = Net(f"mq{os.getpid() % 10000}{seed % 100}", [1, 2, 3])
     net.destroy()
-    env = {"MQ_NEMESIS_BROKEN": broken} if broken else {}
-    module = "tests.nemesis.broken_node" if broken else "metaquorum.cli.server_cmd"
-    cluster = Cluster(out, net, t.fiu_bin, wrapper_module=module, env=env)
+    cluster = Cluster(out, net, t.fiu_bin, broken=broken)
     nemesis = Nemesis(cluster, out / "nemesis.jsonl")
     (out / "nemesis.jsonl").touch()
     hw: dict[int, int] = {}
@@ -179,12 +177,40 @@ def _judge(
     return summary
 
 
+def campaign_totals(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runs, checked operations, faults by kind, failures and mean availability."""
+    by_kind: dict[str, int] = {}
+    for r in results:
+        for k, n in r["faults_injected"].items():
+            by_kind[k] = by_kind.get(k, 0) + n
+    avail = [r["availability"] for r in results if r.get("availability")]
+
+    def mean(key: str) -> float:
+        return round(sum(x[key] for x in avail) / max(1, len(avail)), 1)
+
+    return {
+        "runs": len(results),
+        "checked_ops": sum(r["porcupine"].get("operations", 0) for r in results),
+        "acked_appends": sum(x["acked_appends"] for x in avail),
+        "faults": sum(by_kind.values()),
+        "faults_by_kind": by_kind,
+        "failed": [
+            {"seed": r["seed"], "dir": r["dir"], "rerun": r["rerun"]}
+            for r in results
+            if not r["ok"]
+        ],
+        "appends_per_s_in_faults": mean("appends_per_s_in_faults"),
+        "appends_per_s_calm": mean("appends_per_s_calm"),
+        "longest_write_gap_s": max((x["longest_write_gap_s"] for x in avail), default=0.0),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="a seeded nemesis run (or campaign) on real nodes")
     p.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--duration", type=float, default=30.0)
-    p.add_argument("--kinds", default=",".join(KINDS))
+    p.add_argument("--kinds", default=",".join(KINDS), help=f"of {','.join(KINDS + EXTRA_KINDS)}")
     p.add_argument("--broken", choices=["ack-before-majority", "stale-read"], default=None)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=None)
     p.add_argument("--compose", action="store_true", help="process and network faults overlap")
@@ -202,11 +228,18 @@ def main(argv: list[str] | None = None) -> int:
             for data in Path(r["dir"]).glob("node-*/data"):
                 shutil.rmtree(data, ignore_errors=True)
     failed = [r for r in results if not r["ok"]]
-    ops = sum(r["porcupine"].get("operations", 0) for r in results)
-    nfaults = sum(sum(r["faults_injected"].values()) for r in results)
+    totals = campaign_totals(results)
     print(
-        f"nemesis: {len(results)} runs, {ops} checked ops, {nfaults} faults, {len(failed)} failed"
+        f"nemesis: {totals['runs']} runs, {totals['checked_ops']} checked ops, "
+        f"{totals['faults']} faults {totals['faults_by_kind']}, {len(failed)} failed; "
+        f"acked appends/s in faults {totals['appends_per_s_in_faults']}, "
+        f"calm {totals['appends_per_s_calm']}; longest write gap {totals['longest_write_gap_s']} s"
     )
+    if a.runs > 1:
+        base = a.out or RUNS / "metaquorum-nemesis"
+        path = base / f"campaign-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+        path.write_text(json.dumps(totals, indent=1) + "\n")
+        print(f"nemesis: totals in {path}")
     for r in failed:
         print(f"  FAIL seed {r['seed']}: {r['dir']}  (re-run: {r['rerun']})")
     return 1 if failed else 0

@@ -4,8 +4,10 @@
   harness has (kill -9, pause, isolate, bridge, one-way, loss, slow link, fsync EIO), checked
   by porcupine and the ledger; any violation fails the test and names the run directory and
   the command that re-runs the seed.
+- A known finding, kept visible as an expected failure: a leader whose clock steps back
+  10 s while it is cut off serves stale reads (scenario `clock-back-isolate-leader`).
 - The checker can fail: the same harness against a deliberately broken node (injected from
-  the test: tests/nemesis/broken_node.py) reports the violation, and porcupine's
+  the test: tests/nemesis/node_shim.py) reports the violation, and porcupine's
   visualisation is kept in the run directory.
 """
 
@@ -90,3 +92,20 @@ def test_the_checker_catches_a_broken_node(broken: str, scenario: str) -> None:
     assert html.is_file() and html.stat().st_size > 10_000, _why(s)
     if broken == "ack-before-majority":
         assert any("acknowledged append" in v for v in s["ledger"]), _why(s)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="finding (docs/nemesis.md): the read lease and check-quorum run on the node's wall "
+    "clock, so a leader whose clock steps back while it is cut off keeps serving reads",
+)
+def test_a_leader_whose_clock_steps_back_serves_no_stale_read() -> None:
+    s = run(
+        1,
+        16,
+        KINDS,
+        scenario="clock-back-isolate-leader",
+        base=BASE / "metaquorum-nemesis-clock",
+        converge_s=30,
+    )
+    assert s["ok"], _why(s)
