@@ -4,6 +4,7 @@ frames that close one connection without harming the node. Each test is bounded 
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import struct
@@ -60,7 +61,45 @@ def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
             assert f"kafka_server_raft_metrics_current_epoch {float(epoch)}" in metrics
             role = "leader" if node.node_id == leader else "follower"
             assert f'kafka_server_raft_metrics_current_state{{state="{role}"}} 1.0' in metrics
+            # Kafka 4.3's raft-metrics set (KafkaRaftMetrics); the last two only on the leader.
+            names = {
+                line.split(" ")[0].split("{")[0]
+                for line in metrics.splitlines()
+                if line.startswith("kafka_server_raft_metrics_")
+            }
+            kafka = KAFKA_RAFT_METRICS - (
+                set()
+                if node.node_id == leader
+                else {"number-of-observers", "uncommitted-voter-change"}
+            )
+            assert {"kafka_server_raft_metrics_" + k.replace("-", "_") for k in kafka} <= names
+            assert "kafka_server_raft_metrics_number_unknown_voter_connections 0.0" in metrics
+            if node.node_id == leader:  # it campaigned: one election measured, not NaN
+                assert "kafka_server_raft_metrics_uncommitted_voter_change 0.0" in metrics
+                assert not re.search(r"election_latency_max nan", metrics, re.IGNORECASE)
     assert all(n.process is not None and n.process.returncode == 0 for n in q.nodes.values())
+
+
+KAFKA_RAFT_METRICS = {
+    "current-state",
+    "current-leader",
+    "current-vote",
+    "current-epoch",
+    "high-watermark",
+    "log-end-offset",
+    "log-end-epoch",
+    "number-unknown-voter-connections",
+    "number-of-voters",
+    "number-of-observers",
+    "uncommitted-voter-change",
+    "commit-latency-avg",
+    "commit-latency-max",
+    "election-latency-avg",
+    "election-latency-max",
+    "fetch-records-rate",
+    "append-records-rate",
+    "poll-idle-ratio-avg",
+}
 
 
 def test_quorum_formatted_with_initial_controllers_runs_from_its_bootstrap_checkpoint(

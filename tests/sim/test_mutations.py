@@ -7,7 +7,7 @@ runs seeds of a fault mix until an invariant breaks; it fails if 1,000 seeds pas
 from __future__ import annotations
 
 import pytest
-from metaquorum.core import fetch, high_watermark
+from metaquorum.core import append_path, fetch, high_watermark
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import FollowerState, UnattachedState
@@ -50,7 +50,7 @@ def test_vote_not_persisted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_leader_unflushed_offset_counts_toward_hw(monkeypatch: pytest.MonkeyPatch) -> None:
-    original_append = RaftNode._append_as_leader
+    original_append = append_path.append_as_leader
 
     def count_on_append(self: RaftNode, entries: list) -> None:  # type: ignore[type-arg]
         original_append(self, entries)
@@ -61,8 +61,8 @@ def test_leader_unflushed_offset_counts_toward_hw(monkeypatch: pytest.MonkeyPatc
         assert self.progress is not None
         self.progress.update_local(self.log.end_offset, self.now_ms)
 
-    monkeypatch.setattr(RaftNode, "_append_as_leader", count_on_append)
-    monkeypatch.setattr(RaftNode, "leader_local_progress", count_end)
+    monkeypatch.setattr(append_path, "append_as_leader", count_on_append)
+    monkeypatch.setattr(append_path, "leader_local_progress", count_end)
     seed, kind = first_caught("crashes")
     assert kind in {"hw-majority-flushed", "committed-stable"}, (seed, kind)
 

@@ -32,8 +32,7 @@ from metaquorum.protocol.messages import (
     ProduceResponseData,
 )
 from metaquorum.protocol.records import build_batch, iter_batches
-from metaquorum.protocol.types import METADATA_TOPIC_ID
-from metaquorum.protocol.types import METADATA_TOPIC_NAME as TOPIC
+from metaquorum.protocol.types import METADATA_RAFT_TOPIC, RaftTopic
 
 T = TypeVar("T")
 FETCH_VERSION = 17
@@ -49,8 +48,14 @@ class LogRecord:
 
 class LogClient:
     def __init__(
-        self, bootstrap: list[Endpoint], *, timeout_s: float = 30.0, request_timeout_s: float = 10
+        self,
+        bootstrap: list[Endpoint],
+        *,
+        timeout_s: float = 30.0,
+        request_timeout_s: float = 10,
+        topic: RaftTopic = METADATA_RAFT_TOPIC,
     ) -> None:
+        self.topic = topic  # the raft topic (another only beside Kafka's TestRaftServer)
         self.admin = AdminClient(bootstrap, timeout_s=timeout_s)
         self.admin.request_timeout_s = request_timeout_s
         self.timeout_s = timeout_s
@@ -93,8 +98,8 @@ class LogClient:
             timeout_ms=timeout_ms,
             topic_data=[
                 ProduceRequestData.TopicProduceData(
-                    name=TOPIC,
-                    topic_id=METADATA_TOPIC_ID,
+                    name=self.topic.name,
+                    topic_id=self.topic.id,
                     partition_data=[
                         ProduceRequestData.PartitionProduceData(index=0, records=batch)
                     ],
@@ -135,8 +140,8 @@ class LogClient:
             max_bytes=max_bytes,
             topics=[
                 FetchRequestData.FetchTopic(
-                    topic=TOPIC,
-                    topic_id=METADATA_TOPIC_ID,
+                    topic=self.topic.name,
+                    topic_id=self.topic.id,
                     partitions=[
                         FetchRequestData.FetchPartition(
                             partition=0, fetch_offset=offset, partition_max_bytes=max_bytes

@@ -15,7 +15,6 @@ from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
     PARTITION,
-    TOPIC_NAME,
     directory_uuid,
     has_valid_cluster_id,
     is_valid_voter_key,
@@ -50,7 +49,9 @@ def build_begin_quorum_epoch_request(
             for e in node.local_endpoints
         ],
         topics=[
-            BeginQuorumEpochRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+            BeginQuorumEpochRequestData.TopicData(
+                topic_name=node.topic.name, partitions=[partition]
+            )
         ],
     )
 
@@ -67,7 +68,9 @@ def build_begin_quorum_epoch_response(
     return BeginQuorumEpochResponseData(
         error_code=0,
         topics=[
-            BeginQuorumEpochResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+            BeginQuorumEpochResponseData.TopicData(
+                topic_name=node.topic.name, partitions=[partition]
+            )
         ],
     )
 
@@ -82,7 +85,7 @@ def handle_begin_quorum_epoch_request(node: RaftNode, event: RequestReceived) ->
     if not has_valid_cluster_id(node, request.cluster_id):
         respond(BeginQuorumEpochResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
         return
-    p = quorum_partition(request.topics)
+    p = quorum_partition(request.topics, node.topic.name)
     if p is None:
         respond(BeginQuorumEpochResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return

@@ -27,6 +27,7 @@ _KAFKA_NAMES: dict[str, str] = {
 # metaquorum's own switch (not a Kafka config): drain the accumulator at once when the log is
 # idle (everything appended is flushed), so linger costs latency only under load.
 ADAPTIVE_LINGER = "metaquorum.append.linger.adaptive"
+AUTO_JOIN = "controller.quorum.auto.join.enable"  # Kafka 4.2+, default false (auto_join.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,8 @@ class QuorumConfig:
     # Adaptive linger: `append_linger_ms` is the upper bound; an append that finds the leader's
     # log idle (nothing unflushed) is drained at once. 0 = Kafka's plain linger.
     append_linger_adaptive: int = 1
+    # KIP-853 auto-join: an observer adds itself to the voters (1) or waits to be added (0).
+    auto_join_enable: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -73,11 +76,15 @@ class QuorumConfig:
                     kwargs[attr] = int(props[name])
                 except ValueError:
                     raise ValueError(f"{name} must be an integer, got {props[name]!r}") from None
-        if ADAPTIVE_LINGER in props:
-            flag = props[ADAPTIVE_LINGER].strip().lower()
-            if flag not in ("true", "false"):
-                raise ValueError(f"{ADAPTIVE_LINGER} must be true or false, got {flag!r}")
-            kwargs["append_linger_adaptive"] = int(flag == "true")
+        for name, attr in (
+            (ADAPTIVE_LINGER, "append_linger_adaptive"),
+            (AUTO_JOIN, "auto_join_enable"),
+        ):
+            if name in props:
+                flag = props[name].strip().lower()
+                if flag not in ("true", "false"):
+                    raise ValueError(f"{name} must be true or false, got {flag!r}")
+                kwargs[attr] = int(flag == "true")
         return cls(**kwargs)
 
     @staticmethod

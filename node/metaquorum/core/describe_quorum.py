@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived
 from metaquorum.core.high_watermark import ReplicaProgress
-from metaquorum.core.rpc_common import PARTITION, TOPIC_NAME, directory_uuid, quorum_partition
+from metaquorum.core.rpc_common import PARTITION, directory_uuid, quorum_partition
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
@@ -27,14 +27,16 @@ if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
 
 
-def _error_response(error: Errors, message: str | None) -> DescribeQuorumResponseData:
+def _error_response(
+    node: RaftNode, error: Errors, message: str | None
+) -> DescribeQuorumResponseData:
     partition = DescribeQuorumResponseData.PartitionData(
         partition_index=PARTITION, error_code=int(error), error_message=message
     )
     return DescribeQuorumResponseData(
         error_code=0,
         topics=[
-            DescribeQuorumResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+            DescribeQuorumResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])
         ],
     )
 
@@ -105,7 +107,7 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
     return DescribeQuorumResponseData(
         error_code=0,
         topics=[
-            DescribeQuorumResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+            DescribeQuorumResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])
         ],
         nodes=_nodes(node),
     )
@@ -114,10 +116,10 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
 def handle_describe_quorum_request(node: RaftNode, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, DescribeQuorumRequestData)
-    if quorum_partition(request.topics) is None:
-        response = _error_response(Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+    if quorum_partition(request.topics, node.topic.name) is None:
+        response = _error_response(node, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
     elif not isinstance(node.state, LeaderState):
-        response = _error_response(Errors.NOT_LEADER_OR_FOLLOWER, "not the leader")
+        response = _error_response(node, Errors.NOT_LEADER_OR_FOLLOWER, "not the leader")
     else:
         response = build_describe_quorum_response(node)
     node.emit(SendResponse(event.source, event.correlation_id, response))

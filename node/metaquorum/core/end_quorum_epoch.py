@@ -16,7 +16,6 @@ from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
     PARTITION,
-    TOPIC_NAME,
     directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
@@ -59,7 +58,9 @@ def build_end_quorum_epoch_request(node: RaftNode, st: ResignedState) -> EndQuor
     )
     return EndQuorumEpochRequestData(
         cluster_id=node.cluster_id,
-        topics=[EndQuorumEpochRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])],
+        topics=[
+            EndQuorumEpochRequestData.TopicData(topic_name=node.topic.name, partitions=[partition])
+        ],
     )
 
 
@@ -73,7 +74,7 @@ def build_end_quorum_epoch_response(node: RaftNode, error: Errors) -> EndQuorumE
     return EndQuorumEpochResponseData(
         error_code=0,
         topics=[
-            EndQuorumEpochResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])
+            EndQuorumEpochResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])
         ],
     )
 
@@ -88,7 +89,7 @@ def handle_end_quorum_epoch_request(node: RaftNode, event: RequestReceived) -> N
     if not has_valid_cluster_id(node, request.cluster_id):
         respond(EndQuorumEpochResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
         return
-    p = quorum_partition(request.topics)
+    p = quorum_partition(request.topics, node.topic.name)
     if p is None:
         respond(EndQuorumEpochResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return

@@ -19,9 +19,10 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
-from metaquorum.core import fetch_snapshot, update_voter
+from metaquorum.core import auto_join, discovery, fetch_snapshot, update_voter
 from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.fetch_purgatory import ParkedFetch
@@ -29,7 +30,6 @@ from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.log import LogEntry, ValidationKind
 from metaquorum.core.rpc_common import (
     PARTITION,
-    TOPIC_NAME,
     directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
@@ -42,7 +42,6 @@ from metaquorum.core.rpc_common import (
 from metaquorum.core.states import FollowerState, LeaderState, UnattachedState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
-from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
@@ -79,7 +78,7 @@ def build_fetch_request(node: RaftNode) -> FetchRequestData:
         max_bytes=MAX_FETCH_SIZE_BYTES,
         topics=[
             FetchRequestData.FetchTopic(
-                topic=TOPIC_NAME, topic_id=Uuid.METADATA_TOPIC_ID, partitions=[partition]
+                topic=node.topic.name, topic_id=node.topic.id, partitions=[partition]
             )
         ],
     )
@@ -91,25 +90,29 @@ def may_fetch(node: RaftNode) -> bool:
 
 
 def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
-    target = st.leader_id
     deadline = st.fetch_deadline_ms
     if not node.is_voter and now_ms >= st.fetch_deadline_ms:
-        # An observer that lost its leader asks any voter (Kafka: any bootstrap server).
-        others = [v for v in node.voters.sorted_ids() if v != node.local_id]
-        target = others[node.rng.randrange(len(others))] if others else target
+        # An observer that lost its leader asks a bootstrap node (Kafka's
+        # `maybeSendFetchToBestNode` -> `maybeSendFetchToAnyBootstrap`).
         deadline = now_ms + node.config.fetch_timeout_ms
-        st = replace(st, fetch_deadline_ms=deadline)
-        node.update_state(st)
+        node.update_state(replace(st, fetch_deadline_ms=deadline))
+        build = partial(build_fetch_request, node) if may_fetch(node) else None
+        wait = discovery.send_fetch_to_any_bootstrap(node, now_ms, build, one_at_a_time=False)
+        return min(deadline, wait)
+    target = st.leader_id
     if may_fetch(node) and node.requests.is_ready(target, now_ms):
-        if target == st.leader_id and update_voter.should_send(node, now_ms):
+        if update_voter.should_send(node, now_ms):
             node.update_voter_next_ms = now_ms + node.config.fetch_timeout_ms
             request: object = update_voter.build_request(node)
-        elif st.fetching_snapshot is not None and target == st.leader_id:
+        elif auto_join.should_send(node, now_ms):
+            node.auto_join_next_ms = now_ms + node.config.fetch_timeout_ms
+            request = auto_join.build_request(node)
+        elif st.fetching_snapshot is not None:
             snapshot_id, received = st.fetching_snapshot
             request = fetch_snapshot.build_fetch_snapshot_request(node, snapshot_id, len(received))
         else:
             request = build_fetch_request(node)
-        node.send(target, request)
+        node.send(target, request, discovery.leader_send_endpoint(node, st))
     nd = node.requests.next_deadline_ms(target)
     if nd is not None and nd > now_ms:
         deadline = min(deadline, nd)
@@ -117,17 +120,10 @@ def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
 
 
 def poll_unattached(node: RaftNode, st: UnattachedState, now_ms: int) -> int:
-    """Discover the leader by fetching from a random voter, one request at a time."""
-    others = [v for v in node.voters.sorted_ids() if v != node.local_id]
-    if not others:
-        return 2**62
-    requests = node.requests
-    if not any(requests.has_inflight(v, now_ms) for v in others) and may_fetch(node):
-        ready = [v for v in others if requests.is_ready(v, now_ms)]
-        if ready:
-            node.send(ready[node.rng.randrange(len(ready))], build_fetch_request(node))
-    pending = [requests.next_deadline_ms(v) for v in others]
-    return min((d for d in pending if d is not None and d > now_ms), default=2**62)
+    """Discover the leader by fetching from a random bootstrap node (the bootstrap servers, or
+    the other voters of a static quorum), one request at a time."""
+    build = partial(build_fetch_request, node) if may_fetch(node) else None
+    return discovery.send_fetch_to_any_bootstrap(node, now_ms, build)
 
 
 def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
@@ -143,7 +139,8 @@ def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
     p = partitions[0]
     error = to_error(p.error_code)
     leader = p.current_leader
-    if maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch):
+    endpoint = discovery.from_fetch_response(node, leader.leader_id, response.node_endpoints)
+    if maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch, endpoint):
         if error != Errors.NONE:
             node.requests.back_off(event.source, node.now_ms)
         return
@@ -225,9 +222,10 @@ def build_fetch_response(
     return FetchResponseData(
         responses=[
             FetchResponseData.FetchableTopicResponse(
-                topic=TOPIC_NAME, topic_id=Uuid.METADATA_TOPIC_ID, partitions=[partition]
+                topic=node.topic.name, topic_id=node.topic.id, partitions=[partition]
             )
-        ]
+        ],
+        node_endpoints=discovery.fetch_response_endpoints(node),
     )
 
 
@@ -285,7 +283,7 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
         return
     p = single_partition(
         request.topics,
-        lambda t: t.topic_id == Uuid.METADATA_TOPIC_ID,
+        lambda t: t.topic_id == node.topic.id,
         lambda t: t.partitions,
         lambda p: p.partition,
     )

@@ -22,7 +22,6 @@ from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.log import Snapshot
 from metaquorum.core.rpc_common import (
     PARTITION,
-    TOPIC_NAME,
     directory_uuid,
     has_valid_cluster_id,
     maybe_handle_common_response,
@@ -57,7 +56,9 @@ def build_fetch_snapshot_request(
         cluster_id=node.cluster_id,
         replica_id=node.local_id,
         max_bytes=node.config.snapshot_chunk_bytes if max_bytes is None else max_bytes,
-        topics=[FetchSnapshotRequestData.TopicSnapshot(name=TOPIC_NAME, partitions=[partition])],
+        topics=[
+            FetchSnapshotRequestData.TopicSnapshot(name=node.topic.name, partitions=[partition])
+        ],
     )
 
 
@@ -87,7 +88,9 @@ def build_fetch_snapshot_response(
         unaligned_records=chunk,
     )
     return FetchSnapshotResponseData(
-        topics=[FetchSnapshotResponseData.TopicSnapshot(name=TOPIC_NAME, partitions=[partition])]
+        topics=[
+            FetchSnapshotResponseData.TopicSnapshot(name=node.topic.name, partitions=[partition])
+        ]
     )
 
 
@@ -106,7 +109,7 @@ def handle_fetch_snapshot_request(node: RaftNode, event: RequestReceived) -> Non
         return
     topic = request.topics[0]
     p = topic.partitions[0]
-    if topic.name != TOPIC_NAME or p.partition != PARTITION:
+    if topic.name != node.topic.name or p.partition != PARTITION:
         respond(build_fetch_snapshot_response(node, Errors.UNKNOWN_TOPIC_OR_PARTITION))
         return
     error = validate_leader_only_request(node, p.current_leader_epoch)

@@ -4,7 +4,8 @@ Role: `handle(event, now_ms) -> Step` applies one event, then polls the current 
 outbound requests, linger), and returns the ordered effects and the next deadline. The RPC
 families live in their own modules (`vote`, `begin_quorum_epoch`, `end_quorum_epoch`, `fetch`,
 `describe_quorum`), named as Kafka names them and dispatched by message type (`dispatch`); this
-module owns the state, the transition gate calls, and the commit bookkeeping.
+module owns the state and the transition gate calls; the append path and the commit
+bookkeeping are `append_path.py`.
 
 Invariants:
 - every state change goes through `transition_to`, which calls the gate and emits
@@ -17,22 +18,24 @@ Invariants:
 
 from __future__ import annotations
 
-from metaquorum.core import dispatch, epoch_start, fetch, kraft_upgrade, leader, voter_change
-from metaquorum.core.batch_accumulator import PendingAppend
+from metaquorum.core import (
+    append_path,
+    discovery,
+    dispatch,
+    epoch_start,
+    fetch,
+    kraft_upgrade,
+    leader,
+    voter_change,
+)
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
-    AppendCommitted,
-    AppendEntries,
     AppendFailed,
     Effect,
-    FlushLog,
-    HighWatermarkAdvanced,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     Step,
-    VotersChanged,
-    WriteSnapshot,
 )
 from metaquorum.core.events import (
     ClientAppend,
@@ -70,6 +73,7 @@ from metaquorum.core.transitions import check_in_place_update, check_transition
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 from metaquorum.protocol.errors import Errors
+from metaquorum.protocol.types import METADATA_RAFT_TOPIC, RaftTopic
 
 NEVER = 2**62
 
@@ -92,10 +96,15 @@ class RaftNode:
         kraft_version: int = 0,
         local_directory_id: str | None = None,
         local_endpoints: tuple[ListenerEndpoint, ...] = (),
+        bootstrap_servers: tuple[ListenerEndpoint, ...] = (),
+        topic: RaftTopic = METADATA_RAFT_TOPIC,
     ) -> None:
         self.local_id = local_id
+        self.topic = topic  # the one topic partition replicated, on the wire
         self.local_directory_id = local_directory_id
         self.local_endpoints = local_endpoints
+        # Kafka's pseudo-id nodes for controller.quorum.bootstrap.servers (discovery.py).
+        self.bootstrap_nodes = discovery.pseudo_nodes(bootstrap_servers, local_endpoints)
         self.cluster_id = cluster_id
         self.config = config
         self.rng = rng
@@ -112,14 +121,15 @@ class RaftNode:
         self.effects: list[Effect] = []
         self.now_ms = now_ms
         self._correlation = first_correlation_id
-        self._reported_hw = -1
+        self.reported_hw = -1
         self._reported_leader: tuple[int, int] | None = None
-        self._reported_voters = self.voters
+        self.reported_voters = self.voters
         self._persisted: ElectionState | None = election
         self.shutting_down = False
         self.shutdown_started_ms = 0
         self.update_voter_next_ms = 0  # KIP-853: when this voter may next send UpdateRaftVoter
         self.update_voter_acked: tuple[int, int] | None = None  # (epoch, leader) that took it
+        self.auto_join_next_ms = 0  # KIP-853 auto-join: when this observer may next ask
         self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
     # --- identity ----------------------------------------------------------------------------
@@ -208,13 +218,13 @@ class RaftNode:
         elif isinstance(event, ResponseReceived):
             self._handle_response(event)
         elif isinstance(event, Flushed):
-            self._handle_flushed(event.offset)
+            append_path.handle_flushed(self, event.offset)
         elif isinstance(event, ClientAppend):
-            self._handle_client_append(event)
+            append_path.handle_client_append(self, event)
         elif isinstance(event, RequestFailed):
             self.requests.on_response(event.destination, event.correlation_id, False, now_ms)
         elif isinstance(event, CreateSnapshot):
-            self._create_snapshot(event)
+            append_path.create_snapshot(self, event)
         elif isinstance(event, Resign):
             if isinstance(self.state, LeaderState):
                 self.resign()
@@ -229,8 +239,14 @@ class RaftNode:
 
     def _finish(self, now_ms: int) -> Step:
         deadline = self.poll(now_ms)
-        self._report_progress()
+        append_path.report_progress(self)
         return Step(self.effects, max(deadline, now_ms))
+
+    def append_as_leader(self, entries: list[LogEntry]) -> None:
+        append_path.append_as_leader(self, entries)
+
+    def leader_local_progress(self) -> None:
+        append_path.leader_local_progress(self)
 
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
@@ -312,13 +328,22 @@ class RaftNode:
             )
         )
 
-    def transition_to_follower(self, epoch: int, leader_id: int) -> None:
+    def transition_to_follower(
+        self, epoch: int, leader_id: int, endpoint: ListenerEndpoint | None = None
+    ) -> None:
         voted = None
         if epoch == self.epoch:
             voted = self.state.election(self.local_id).voted_key
         deadline = self.now_ms + self.config.fetch_timeout_ms
         hw = self.high_watermark
-        self.transition_to(FollowerState(epoch, leader_id, deadline, voted, high_watermark=hw))
+        # Kafka's FollowerState keeps the leader's endpoints: a leader that removes itself
+        # stays reachable after the uncommitted set without it reaches this replica.
+        endpoint = endpoint or discovery.endpoint_of(self, leader_id)
+        self.transition_to(
+            FollowerState(
+                epoch, leader_id, deadline, voted, high_watermark=hw, leader_endpoint=endpoint
+            )
+        )
 
     def transition_to_prospective(self) -> None:
         st = self.state
@@ -357,8 +382,8 @@ class RaftNode:
             data.volatile_voters = local or self.voters
         self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
         # KIP-595 / KIP-853: LeaderChange [+ KRaftVersion + Voters] (core/epoch_start.py).
-        self._append_as_leader(
-            epoch_start.start_of_epoch_entries(self, start, st.epoch, st.tally.granted)
+        append_path.append_as_leader(
+            self, epoch_start.start_of_epoch_entries(self, start, st.epoch, st.tally.granted)
         )
 
     def resign(self) -> None:
@@ -370,13 +395,16 @@ class RaftNode:
         hw = self.high_watermark
         self.transition_to(ResignedState(st.epoch, deadline, frozenset(successors), successors, hw))
 
-    def maybe_transition(self, leader_id: int, epoch: int) -> None:
-        """Kafka's `maybeTransition`: follow a newer epoch or a newly learned leader."""
+    def maybe_transition(
+        self, leader_id: int, epoch: int, endpoint: ListenerEndpoint | None = None
+    ) -> None:
+        """Kafka's `maybeTransition`: follow a newer epoch or a newly learned leader (at
+        `endpoint` when the response said where it is)."""
         if epoch < self.epoch or leader_id == self.local_id:
             return
         if epoch > self.epoch:
             if leader_id >= 0:
-                self.transition_to_follower(epoch, leader_id)
+                self.transition_to_follower(epoch, leader_id, endpoint)
             else:
                 self.transition_to_unattached(epoch)
         elif (
@@ -384,69 +412,7 @@ class RaftNode:
             and self.state.election(self.local_id).leader_id < 0
             and not isinstance(self.state, LeaderState | ResignedState)
         ):
-            self.transition_to_follower(epoch, leader_id)
-
-    # --- leader append path ------------------------------------------------------------------
-    def _handle_client_append(self, event: ClientAppend) -> None:
-        st = self.state
-        if not isinstance(st, LeaderState) or self.shutting_down:
-            self.emit(AppendFailed(event.append_id, "NOT_LEADER_OR_FOLLOWER"))
-            return
-        st.data.accumulator.append(PendingAppend(event.append_id, event.values), self.now_ms)
-
-    def append_as_leader(self, entries: list[LogEntry]) -> None:
-        self._append_as_leader(entries)
-
-    def _append_as_leader(self, entries: list[LogEntry]) -> None:
-        self.log.append(entries)
-        progress = self.progress
-        if progress is not None and progress.voters.keys() != self.voters.voter_ids:
-            progress.set_voters(self.voters.voter_keys())  # a VotersRecord: in effect at once
-        self.emit(AppendEntries(tuple(entries)))
-        self.emit(FlushLog(self.log.end_offset))
-        fetch.complete_purgatory(self)
-
-    def _create_snapshot(self, event: CreateSnapshot) -> None:
-        """The state machine's snapshot below `end_offset` (committed) replaces that prefix."""
-        hw = self.high_watermark
-        snap = self.log.snapshot
-        done = 0 if snap is None else snap.snapshot_id.offset
-        if hw is None or not done < event.end_offset <= min(hw, self.log.end_offset):
-            return  # not committed (or not newer): refuse silently, as Kafka's createSnapshot
-        self.emit(WriteSnapshot(self.log.create_snapshot(event.end_offset, event.payload)))
-
-    def _handle_flushed(self, offset: int) -> None:
-        self.log.mark_flushed(offset)
-        if isinstance(self.state, LeaderState):
-            self.leader_local_progress()
-
-    def leader_local_progress(self) -> None:
-        """The leader's durable end offset counts toward the HW (never its unflushed tail)."""
-        progress = self.progress
-        assert progress is not None
-        if progress.voters.keys() != self.voters.voter_ids:
-            progress.set_voters(self.voters.voter_keys())  # Kafka's updateLocalState
-        if progress.update_local(self.log.flushed_offset, self.now_ms):
-            fetch.complete_purgatory(self)
-
-    def _report_progress(self) -> None:
-        voters = self.voters
-        if voters is not self._reported_voters:
-            if voters != self._reported_voters:
-                self.emit(VotersChanged(voters))
-            self._reported_voters = voters
-        hw = self.high_watermark
-        if hw is not None and hw > self._reported_hw:
-            self._reported_hw = hw
-            self.emit(HighWatermarkAdvanced(hw))
-            voter_change.on_high_watermark(self)
-            data = self.leader_data
-            if data is not None and data.pending_appends:
-                pending = data.pending_appends
-                done = sorted((o, a) for a, o in pending.items() if o < hw)
-                for last_offset, append_id in done:
-                    del pending[append_id]
-                    self.emit(AppendCommitted(append_id, last_offset))
+            self.transition_to_follower(epoch, leader_id, endpoint)
 
     # --- dispatch ----------------------------------------------------------------------------
     def _handle_request(self, event: RequestReceived) -> None:

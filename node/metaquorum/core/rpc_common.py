@@ -17,8 +17,8 @@ from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
     from metaquorum.core.node import RaftNode
+    from metaquorum.core.voter_set import ListenerEndpoint
 
-TOPIC_NAME = "__cluster_metadata"
 PARTITION = 0
 
 T = TypeVar("T")
@@ -58,11 +58,11 @@ def single_partition(
     return parts[0]
 
 
-def quorum_partition(topics: Sequence[_NamedTopic[IP]]) -> IP | None:
+def quorum_partition(topics: Sequence[_NamedTopic[IP]], topic_name: str) -> IP | None:
     """`single_partition` for the RPCs whose topics have `topic_name` and partitions have
     `partition_index` (Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum)."""
     return single_partition(
-        topics, lambda t: t.topic_name == TOPIC_NAME, lambda t: t.partitions, _partition_index
+        topics, lambda t: t.topic_name == topic_name, lambda t: t.partitions, _partition_index
     )
 
 
@@ -117,7 +117,13 @@ def validate_leader_only_request(node: RaftNode, request_epoch: int) -> Errors:
     return Errors.NONE
 
 
-def maybe_handle_common_response(node: RaftNode, error: Errors, leader_id: int, epoch: int) -> bool:
+def maybe_handle_common_response(
+    node: RaftNode,
+    error: Errors,
+    leader_id: int,
+    epoch: int,
+    endpoint: ListenerEndpoint | None = None,
+) -> bool:
     """Kafka's `maybeHandleCommonResponse`; True when the response needs no further handling.
 
     A response of the current epoch that names a leader this replica did not know moves it to
@@ -126,10 +132,10 @@ def maybe_handle_common_response(node: RaftNode, error: Errors, leader_id: int, 
     if epoch < node.epoch or error == Errors.UNKNOWN_LEADER_EPOCH:
         return True
     if epoch > node.epoch or error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
-        node.maybe_transition(leader_id, epoch)
+        node.maybe_transition(leader_id, epoch, endpoint)
         return True
     if leader_id >= 0 and node.state.election(node.local_id).leader_id < 0:
-        node.maybe_transition(leader_id, epoch)
+        node.maybe_transition(leader_id, epoch, endpoint)
         return error != Errors.NONE
     return False
 

@@ -18,6 +18,7 @@ from enum import Enum
 from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
 from metaquorum.core.leader_data import LeaderData
 from metaquorum.core.vote_tally import VoteTally
+from metaquorum.core.voter_set import ListenerEndpoint
 
 
 class Role(Enum):
@@ -149,6 +150,9 @@ class FollowerState:
     high_watermark: int | None = None
     # FetchSnapshot in progress: the snapshot id and the bytes received so far (KIP-630).
     fetching_snapshot: tuple[OffsetAndEpoch, bytes] | None = None
+    # Where the leader is, when the response that named it said so (KIP-853 NodeEndpoints; a
+    # leader this replica knows no voter entry for, e.g. found through a bootstrap address).
+    leader_endpoint: ListenerEndpoint | None = None
     role: Role = field(default=Role.FOLLOWER, init=False)
 
     def election(self, local_id: int) -> ElectionState:

@@ -29,7 +29,6 @@ from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.rpc_common import (
     PARTITION,
-    TOPIC_NAME,
     directory_uuid,
     has_valid_cluster_id,
     is_valid_voter_key,
@@ -64,7 +63,7 @@ def build_vote_request(node: RaftNode, destination: int, pre_vote: bool) -> Vote
     return VoteRequestData(
         cluster_id=node.cluster_id,
         voter_id=destination,
-        topics=[VoteRequestData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])],
+        topics=[VoteRequestData.TopicData(topic_name=node.topic.name, partitions=[partition])],
     )
 
 
@@ -78,7 +77,7 @@ def build_vote_response(node: RaftNode, error: Errors, granted: bool) -> VoteRes
     )
     return VoteResponseData(
         error_code=0,
-        topics=[VoteResponseData.TopicData(topic_name=TOPIC_NAME, partitions=[partition])],
+        topics=[VoteResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])],
     )
 
 
@@ -92,7 +91,7 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
     if not has_valid_cluster_id(node, request.cluster_id):
         _respond(node, event, VoteResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
         return
-    p = quorum_partition(request.topics)
+    p = quorum_partition(request.topics, node.topic.name)
     if p is None:
         _respond(node, event, VoteResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return

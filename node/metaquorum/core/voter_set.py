@@ -53,10 +53,14 @@ class VoterSet:
     nodes: tuple[VoterNode, ...] = field(default=(), compare=True)
 
     def __post_init__(self) -> None:
-        if not self.voter_ids:
-            raise ValueError("a voter set needs at least one voter")
+        # Empty only for a replica that knows no voters yet (Kafka's `VoterSet.empty()`: formatted
+        # --no-initial-controllers, it learns them from the leader's log as an observer).
         if self.nodes and frozenset(n.key.id for n in self.nodes) != self.voter_ids:
             raise ValueError("a voter set's nodes must be exactly its voter ids")
+
+    @classmethod
+    def empty(cls) -> VoterSet:
+        return cls(frozenset())
 
     @classmethod
     def of(cls, ids: Iterable[int]) -> VoterSet:

@@ -3,7 +3,8 @@
 Role: expose the node's view of the quorum. /metrics uses Kafka's `raft-metrics` names
 (reference §7) in Prometheus form: group and name joined, dashes as underscores, e.g.
 `kafka-metrics raft-metrics current-leader` -> `kafka_server_raft_metrics_current_leader`
-(the JMX exporter's usual mapping of `kafka.server:type=raft-metrics`).
+(the JMX exporter's usual mapping of `kafka.server:type=raft-metrics`): Kafka 4.3's whole set,
+the latencies and rates windowed as Kafka's (runtime/raft_metrics.py).
 /healthz is 200 while the driver runs; /readyz 200 when a leader is known and this replica is
 caught up (else 503 with the reason); /status the JSON of `node_status`; POST /snapshot
 snapshots the state machine now (the node side of `snapshot create`: 200 with the snapshot id,
@@ -20,6 +21,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from metaquorum.core.states import LeaderState
+from metaquorum.runtime.driver import Driver
 from metaquorum.runtime.node import NodeRuntime
 from metaquorum.runtime.status import is_ready, kafka_state_name, node_status
 
@@ -60,27 +63,45 @@ class RaftCollector(Collector):
         for name in STATES:
             state.add_metric([name], 1.0 if name == current else 0.0)
         yield state
-        stats = self.runtime.driver.stats
+        driver = self.runtime.driver
         yield GaugeMetricFamily(
             PREFIX + "append_records_total",
             "records appended to the local log",
-            value=stats.appends,
+            value=driver.stats.appends,
         )
-        n = stats.commit_latency_count
-        yield GaugeMetricFamily(
-            PREFIX + "commit_latency_avg",
-            "raft-metrics commit-latency-avg (ms, since start)",
-            value=stats.commit_latency_sum_ms / n if n else 0.0,
-        )
-        yield GaugeMetricFamily(
-            PREFIX + "commit_latency_max",
-            "raft-metrics commit-latency-max (ms, since start)",
-            value=stats.commit_latency_max_ms,
-        )
+        yield from windowed_metrics(driver)
         yield GaugeMetricFamily(
             "metaquorum_fsyncs_total",
             "log fsyncs (group commit)",
             value=self.runtime.driver.io.fsyncs,
+        )
+
+
+def windowed_metrics(driver: Driver) -> Iterator[Metric]:
+    """Kafka 4.3's other raft-metrics (runtime/raft_metrics.py): windowed latencies and rates,
+    the idle ratio, and the leader-only gauges (present only while leading, as in Kafka)."""
+    m = driver.metrics
+    now = driver.clock.now_ms()
+    values = {
+        "commit-latency-avg": m.commit_latency.avg(now),
+        "commit-latency-max": m.commit_latency.max(now),
+        "election-latency-avg": m.election_latency.avg(now),
+        "election-latency-max": m.election_latency.max(now),
+        "fetch-records-rate": m.fetch_records.rate_per_s(now, m.started_ms),
+        "append-records-rate": m.append_records.rate_per_s(now, m.started_ms),
+        "poll-idle-ratio-avg": m.idle_ratio(now),
+        "number-unknown-voter-connections": len(
+            driver.node.voters.voter_ids - {driver.node.local_id} - set(driver.voter_endpoints)
+        ),
+    }
+    node = driver.node
+    st = node.state
+    if isinstance(st, LeaderState):
+        values["number-of-observers"] = len(st.data.progress.observers)
+        values["uncommitted-voter-change"] = int(st.data.pending_change is not None)
+    for kafka, value in values.items():
+        yield GaugeMetricFamily(
+            PREFIX + kafka.replace("-", "_"), f"raft-metrics {kafka}", value=float(value)
         )
 
 

@@ -126,7 +126,37 @@ Uuid.ONE = Uuid(0, 1)
 Uuid.METADATA_TOPIC_ID = Uuid.ONE
 METADATA_TOPIC_NAME = "__cluster_metadata"  # KRaft's one topic (partition 0)
 METADATA_TOPIC_ID = Uuid.ONE
-METADATA_TOPIC_NAME = "__cluster_metadata"  # KRaft's one topic (partition 0)
+
+
+@dataclass(frozen=True, slots=True)
+class RaftTopic:
+    """The topic partition a KRaft replica replicates (Kafka passes `TopicPartition` and topic
+    id to `KafkaRaftClient`): `__cluster_metadata` / Uuid(0, 1) for a controller; another one
+    only to form a quorum with Kafka's `TestRaftServer` (`__raft_performance_test` /
+    Uuid(0, 2)). Partition 0 always."""
+
+    name: str = METADATA_TOPIC_NAME
+    id: Uuid = Uuid.ONE
+
+    @property
+    def partition_dir(self) -> str:
+        return f"{self.name}-0"
+
+
+METADATA_RAFT_TOPIC = RaftTopic()
+TEST_RAFT_TOPIC = RaftTopic("__raft_performance_test", Uuid(0, 2))
+RAFT_TOPIC_KEY = "metaquorum.raft.topic"  # not a Kafka config: TestRaftServer interop only
+
+
+def raft_topic_named(name: str) -> RaftTopic:
+    """`metaquorum.raft.topic`: one of the two topics a KRaft replica can share with Kafka's."""
+    for topic in (METADATA_RAFT_TOPIC, TEST_RAFT_TOPIC):
+        if name.strip() == topic.name:
+            return topic
+    raise ValueError(
+        f"{RAFT_TOPIC_KEY}={name!r} is not supported: use {METADATA_RAFT_TOPIC.name} (the "
+        f"default) or {TEST_RAFT_TOPIC.name} (a quorum with Kafka's TestRaftServer)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,11 +32,9 @@ from metaquorum.protocol.messages import (
     ProduceResponseData,
 )
 from metaquorum.protocol.records import iter_batches
-from metaquorum.protocol.types import METADATA_TOPIC_ID
 from metaquorum.runtime.driver import Driver, NotLeaderError
 from metaquorum.runtime.produce import (
     PRODUCE_API_KEY,
-    TOPIC,
     PartitionResponse,
     SuccessTemplates,
     batch_values,
@@ -72,7 +70,10 @@ class ClientApi:
         values: list[bytes] | tuple[Errors, str] | None = None
         if len(topics) == 1 and len(topics[0].partition_data) == 1:
             topic, part = topics[0], topics[0].partition_data[0]
-            if targets_metadata_partition(topic, part.index) and request.acks == -1:
+            if (
+                targets_metadata_partition(topic, part.index, self.driver.node.topic)
+                and request.acks == -1
+            ):
                 values = batch_values(part.records)
         if not isinstance(values, list) or not isinstance(self.driver.node.state, LeaderState):
             return asyncio.ensure_future(
@@ -127,7 +128,7 @@ class ClientApi:
         request: ProduceRequestData,
     ) -> PartitionResponse:
         index = part.index
-        if not targets_metadata_partition(topic, index):
+        if not targets_metadata_partition(topic, index, self.driver.node.topic):
             return partition_response(index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if request.acks != -1:
             return partition_response(
@@ -168,16 +169,16 @@ class ClientApi:
 
     # --- consumer Fetch ----------------------------------------------------------------------
     async def consumer_fetch(self, request: FetchRequestData) -> FetchResponseData:
+        node = self.driver.node
         topic = request.topics[0] if len(request.topics) == 1 else None
         part = topic.partitions[0] if topic is not None and len(topic.partitions) == 1 else None
         if (
             topic is None
             or part is None
             or part.partition != 0
-            or (topic.topic_id != METADATA_TOPIC_ID and topic.topic != TOPIC)
+            or (topic.topic_id != node.topic.id and topic.topic != node.topic.name)
         ):
             return FetchResponseData(error_code=int(Errors.INVALID_REQUEST))
-        node = self.driver.node
         deadline = asyncio.get_running_loop().time() + max(0, request.max_wait_ms) / 1000
         while True:
             # The read lease (core/read_lease.py): a leader that cannot be sure no successor
@@ -229,6 +230,6 @@ class ClientApi:
             ),
         )
         topic = FetchResponseData.FetchableTopicResponse(
-            topic=TOPIC, topic_id=METADATA_TOPIC_ID, partitions=[p]
+            topic=node.topic.name, topic_id=node.topic.id, partitions=[p]
         )
         return dataclasses.replace(FetchResponseData(), responses=[topic])

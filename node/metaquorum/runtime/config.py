@@ -22,6 +22,12 @@ from pathlib import Path
 
 from metaquorum.core.config import QuorumConfig
 from metaquorum.net.endpoint import ConfigError, Endpoint, parse_endpoint
+from metaquorum.protocol.types import (
+    METADATA_RAFT_TOPIC,
+    RAFT_TOPIC_KEY,
+    RaftTopic,
+    raft_topic_named,
+)
 from metaquorum.storage.meta_properties import parse_properties
 
 ENV_PREFIX = "METAQUORUM_"
@@ -47,6 +53,7 @@ class NodeConfig:
     max_frame_bytes: int
     snapshot_bytes: int
     props: dict[str, str]
+    raft_topic: RaftTopic = METADATA_RAFT_TOPIC  # metaquorum.raft.topic (TestRaftServer interop)
 
     @property
     def listener_name(self) -> str:
@@ -160,6 +167,10 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
     except ValueError as e:
         raise ConfigError(f"{e}: fix it in the config") from None
     http_raw = props.get(HTTP_LISTENER, "").strip()
+    try:
+        raft_topic = raft_topic_named(props.get(RAFT_TOPIC_KEY, METADATA_RAFT_TOPIC.name))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     return NodeConfig(
         node_id=node_id,
         process_roles=roles,
@@ -173,4 +184,5 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         max_frame_bytes=_int(props, MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, minimum=1024),
         snapshot_bytes=_int(props, SNAPSHOT_BYTES, DEFAULT_SNAPSHOT_BYTES, minimum=1),
         props=props,
+        raft_topic=raft_topic,
     )

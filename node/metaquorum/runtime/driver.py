@@ -73,11 +73,13 @@ from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.membership import (
     StartupMembership,
+    bootstrap_endpoints,
     local_endpoints,
     startup_membership,
     voter_endpoints,
 )
 from metaquorum.runtime.peers import PeerPool
+from metaquorum.runtime.raft_metrics import RaftMetrics
 from metaquorum.runtime.records_bridge import (
     entries_from_records,
 )
@@ -151,6 +153,8 @@ class Driver:
                 None if storage.meta.directory_id is None else str(storage.meta.directory_id)
             ),
             local_endpoints=local_endpoints(config),
+            bootstrap_servers=bootstrap_endpoints(config),
+            topic=config.raft_topic,
         )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.state_machine = KeyValueStateMachine()
@@ -167,6 +171,7 @@ class Driver:
         self.appends = PendingAppends(self._record_commit_latency)
         self.bytes = BatchBytes()  # the leader's batches as received / as encoded
         self.stats = DriverStats()
+        self.metrics = RaftMetrics(start)  # Kafka's windowed raft-metrics sensors
         self.hw_listeners: list[Callable[[int], None]] = []
         self.shutdown_complete = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -232,6 +237,7 @@ class Driver:
 
     def _record_commit_latency(self, ms: float) -> None:
         self.stats.record_commit_latency(ms)
+        self.metrics.commit_latency.record(ms, self.clock.now_ms())
 
     # --- the loop ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -251,6 +257,7 @@ class Driver:
                 state = self.node.state
                 if (type(state), state.epoch) != seen:
                     seen = (type(state), state.epoch)
+                    self.metrics.on_state(state, self.clock.now_ms())
                     log.info("transition to %s", state_summary(state, self.node.local_id))
                 if self.node.shutdown_complete:
                     self.shutdown_complete.set()
@@ -292,7 +299,8 @@ class Driver:
         `wait_for` would create: this runs once per event on the hot path)."""
         if not self.events.empty():
             return self.events.get_nowait()
-        timeout = (deadline_ms - self.clock.now_ms()) / 1000
+        start = self.clock.now_ms()
+        timeout = (deadline_ms - start) / 1000
         if timeout <= 0:
             await asyncio.sleep(0)  # a due deadline never starves the other tasks
             return Poll()
@@ -301,6 +309,9 @@ class Driver:
                 return await self.events.get()
         except TimeoutError:
             return Poll()
+        finally:
+            # poll-idle-ratio-avg: the time spent waiting, recorded when the wait began
+            self.metrics.on_idle(self.clock.now_ms() - start, start)
 
     async def _perform(self, step: Step) -> None:
         storage = self.io.storage
@@ -363,8 +374,10 @@ class Driver:
         if not entries:
             return
         leader = isinstance(self.node.state, LeaderState)
-        data = self.bytes.for_append(entries, leader=leader, now_ms=self.clock.now_ms())
+        now = self.clock.now_ms()
+        data = self.bytes.for_append(entries, leader=leader, now_ms=now)
         self.stats.appends += len(entries)
+        self.metrics.on_appended(len(entries), leader, now)
         storage = self.io.storage
 
         def write() -> None:

@@ -1,9 +1,10 @@
 """A local N-voter quorum on loopback: configs, formatting, processes (`make run`, tests).
 
-Role: write one `server.properties` per node (static `controller.quorum.voters`, or with
+Role: write one `server.properties` per node (static `controller.quorum.voters`; with
 `dynamic=True` `controller.quorum.bootstrap.servers` and a format with `--initial-controllers`;
-free loopback ports), format each `metadata.log.dir` as `metaquorum storage format` does, and
-start/stop/kill
+with `standalone=True` the bootstrap servers of every node, node 1 formatted `--standalone` and
+the others `--no-initial-controllers`, to join later; free loopback ports), format each
+`metadata.log.dir` as `metaquorum storage format` does, and start/stop/kill
 `metaquorum server start` processes. Used by `python -m metaquorum.runtime.local_quorum` (the
 `make run` target: status, then a live status line until Ctrl-C, then a clean stop) and by the
 integration tests.
@@ -80,9 +81,11 @@ class LocalQuorum:
         cluster_id: str | None = None,
         extra: dict[str, str] | None = None,
         dynamic: bool = False,
+        standalone: bool = False,
     ) -> None:
         self.base = base
-        self.dynamic = dynamic
+        self.dynamic = dynamic or standalone
+        self.standalone = standalone
         self.cluster_id = cluster_id or str(Uuid.random())
         n = voters + observers
         ports = free_ports(2 * n)
@@ -93,16 +96,21 @@ class LocalQuorum:
                 i, ports[2 * i - 2], ports[2 * i - 1], d / "data", d / "server.properties"
             )
             self.nodes[i].log_path = d / "node.log"
-        self.voter_ids = list(range(1, voters + 1))
+        # Standalone: one voter; the others start as observers and are added (`voters` then
+        # counts the nodes that may become voters).
+        self.voter_ids = [1] if standalone else list(range(1, voters + 1))
         self.extra = extra or {}
         # A dynamic quorum's voters carry directory ids (`--initial-controllers`).
-        self.directory_ids = {i: Uuid.random() for i in self.voter_ids} if dynamic else {}
+        self.directory_ids = (
+            {i: Uuid.random() for i in self.voter_ids} if dynamic and not standalone else {}
+        )
 
     def voters_string(self) -> str:
         return ",".join(f"{i}@127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
 
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in self.voter_ids)
+        ids = list(self.nodes) if self.standalone else self.voter_ids
+        return ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in ids)
 
     def initial_controllers(self) -> list[DynamicVoter]:
         return [
@@ -133,8 +141,17 @@ class LocalQuorum:
     def format(self, node_ids: list[int] | None = None, cluster_id: str | None = None) -> None:
         for nid in node_ids or list(self.nodes):
             node = self.nodes[nid]
+            config = ServerConfig.load(node.config_path)
+            if self.standalone:
+                format_storage(
+                    config,
+                    cluster_id or self.cluster_id,
+                    standalone=nid == 1,
+                    no_initial_controllers=nid != 1,
+                )
+                continue
             format_storage(
-                ServerConfig.load(node.config_path),
+                config,
                 cluster_id or self.cluster_id,
                 initial_controllers=self.initial_controllers() if self.dynamic else None,
             )
@@ -241,13 +258,15 @@ def _status_line(q: LocalQuorum, started: float, last: dict[str, float]) -> str:
     lid, epoch = leader
     st = sts[lid] or {}
     hw = st.get("high_watermark", -1)
-    lags = " ".join(f"{r['id']}:{r['lag']}" for r in st.get("replicas", []) if r["kind"] == "voter")
+    replicas = st.get("replicas", [])
+    voters = " ".join(f"{r['id']}:{r['lag']}" for r in replicas if r["kind"] == "voter")
+    observers = " ".join(f"{r['id']}:{r['lag']}" for r in replicas if r["kind"] == "observer")
     now = time.monotonic()
     appended = float(st.get("appended_records", 0))
     rate = (appended - last.get("appended", appended)) / max(1e-3, now - last.get("t", now))
     last.update(appended=appended, t=now)
     return (
-        f"leader {lid} epoch {epoch} HW {hw} lag[{lags}] "
+        f"leader {lid} epoch {epoch} HW {hw} voters[{voters}] observers[{observers or '-'}] "
         f"appends/s {rate:.0f} up {now - started:.0f}s"
     )
 
@@ -262,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(os.environ.get("TMPDIR", "/tmp")) / "metaquorum-local-quorum",
     )
     parser.add_argument("--voters", type=int, default=3)
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="controller.quorum.voters (KIP-595) instead of a dynamic quorum (KIP-853)",
+    )
     args = parser.parse_args(argv)
     import shutil
 
@@ -270,10 +294,25 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _interrupt)
 
     shutil.rmtree(args.dir, ignore_errors=True)
-    q = LocalQuorum(args.dir.resolve(), args.voters)
+    # Dynamic (the default): node 1 formatted --standalone, the others --no-initial-controllers
+    # with controller.quorum.auto.join.enable: they find the leader through the bootstrap
+    # servers, catch up as observers and add themselves, one voter change at a time.
+    dynamic = not args.static
+    q = LocalQuorum(
+        args.dir.resolve(),
+        args.voters,
+        standalone=dynamic,
+        extra={"controller.quorum.auto.join.enable": "true"} if dynamic else None,
+    )
     q.write_configs()
     q.format()
-    print(f"cluster id {q.cluster_id}; {args.voters} voters: {q.voters_string()}")
+    if dynamic:
+        print(
+            f"cluster id {q.cluster_id}; node 1 formatted --standalone, nodes 2-{args.voters} "
+            f"join it (auto-join); bootstrap servers {q.bootstrap_servers()}"
+        )
+    else:
+        print(f"cluster id {q.cluster_id}; {args.voters} voters: {q.voters_string()}")
     print(f"logs and data under {args.dir}/node-N/")
     q.start_all()
     started = time.monotonic()

@@ -4,10 +4,13 @@
 Role: pick the start-up voter set handed to the core: the VotersRecord of the bootstrap
 checkpoint (`00000000000000000000-0000000000.checkpoint`, written by `format --standalone` or
 `--initial-controllers`) when the log dir has one, else the static `controller.quorum.voters`
-(no directory ids, endpoints on the controller listener). Later changes come from the core as
-`VotersChanged` effects (the log's VotersRecords); `voter_endpoints` turns either into the
-`host:port` map the peer pool, DescribeCluster and Produce's node endpoints use.
-Invariants: a node never starts without a voter set (one line naming both fixes); a voter with
+(no directory ids, endpoints on the controller listener), else (formatted
+`--no-initial-controllers`, only `controller.quorum.bootstrap.servers`) no voters at all: the
+node starts as an observer and finds the leader through the bootstrap servers. Later changes
+come from the core as `VotersChanged` effects (the log's VotersRecords); `voter_endpoints` turns
+either into the `host:port` map the peer pool, DescribeCluster and Produce's node endpoints use.
+Invariants: a node never starts with neither a voter set nor bootstrap servers (one line naming
+the fixes); a voter with
 no endpoint on the controller listener is unreachable (left out of the map), never guessed.
 """
 
@@ -62,10 +65,15 @@ def startup_membership(
             config.listener_name, {nid: (ep.host, ep.port) for nid, ep in config.voters.items()}
         )
         return StartupMembership(voters_set, 0)
+    if config.bootstrap_servers:
+        # Formatted --no-initial-controllers: an observer that learns the voters from the
+        # leader it finds through the bootstrap servers (Kafka: an empty voter set).
+        return StartupMembership(VoterSet.empty(), 0)
     raise ConfigError(
         f"no voter set: {storage.log_dir} has no bootstrap checkpoint with voters and "
         "controller.quorum.voters is not set; format with --standalone or "
-        "--initial-controllers, or set controller.quorum.voters"
+        "--initial-controllers, or set controller.quorum.voters or "
+        "controller.quorum.bootstrap.servers"
     )
 
 
@@ -75,6 +83,14 @@ def local_endpoints(config: NodeConfig) -> tuple[ListenerEndpoint, ...]:
         ListenerEndpoint(name, config.listeners[name].host, config.listeners[name].port)
         for name in config.controller_listener_names
         if name in config.listeners
+    )
+
+
+def bootstrap_endpoints(config: NodeConfig) -> tuple[ListenerEndpoint, ...]:
+    """`controller.quorum.bootstrap.servers` on the controller listener (the core's
+    discovery gives them Kafka's pseudo-ids)."""
+    return tuple(
+        ListenerEndpoint(config.listener_name, ep.host, ep.port) for ep in config.bootstrap_servers
     )
 
 

@@ -23,7 +23,7 @@ from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
-from metaquorum.core import describe_quorum
+from metaquorum.core import describe_quorum, discovery
 from metaquorum.core.log import LogEntry
 from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
@@ -67,7 +67,10 @@ class NodeRuntime:
     def __init__(self, config: NodeConfig, *, fsync: bool = True) -> None:
         self.config = config
         storage = open_replica_storage(
-            config.metadata_log_dir, node_id=config.node_id, config=LogConfig(fsync=fsync)
+            config.metadata_log_dir,
+            node_id=config.node_id,
+            config=LogConfig(fsync=fsync),
+            topic=config.raft_topic,
         )
         if storage.meta.cluster_id is None:
             raise ProtocolError(f"{config.metadata_log_dir}/meta.properties has no cluster.id")
@@ -133,6 +136,8 @@ class NodeRuntime:
             if out.done():
                 return  # the connection went away
             try:
+                if key == ApiKeys.FETCH and isinstance(message, FetchResponseData):
+                    message = discovery.fetch_for_version(message, version)  # NodeEndpoints v16+
                 if key == ApiKeys.FETCH and entries and isinstance(message, FetchResponseData):
                     first, end = entries[0].offset, entries[-1].offset + 1
                     cached = self.driver.recent_records(first, end, MAX_FETCH_BYTES)

@@ -29,7 +29,7 @@ from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
 from metaquorum.protocol.messages import ProduceRequestData, ProduceResponseData
 from metaquorum.protocol.records import iter_batches
-from metaquorum.protocol.types import METADATA_TOPIC_ID
+from metaquorum.protocol.types import METADATA_RAFT_TOPIC, RaftTopic
 
 PRODUCE_API_KEY = int(ApiKeys.PRODUCE)
 TOPIC = "__cluster_metadata"
@@ -39,9 +39,12 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
-def targets_metadata_partition(topic: ProduceRequestData.TopicProduceData, index: int) -> bool:
-    """True for `__cluster_metadata` partition 0, named by name (v3-12) or topic id (v13+)."""
-    return index == 0 and (topic.name == TOPIC or topic.topic_id == METADATA_TOPIC_ID)
+def targets_metadata_partition(
+    topic: ProduceRequestData.TopicProduceData, index: int, raft: RaftTopic = METADATA_RAFT_TOPIC
+) -> bool:
+    """True for the raft topic's partition 0 (`__cluster_metadata`), named by name (v3-12) or
+    topic id (v13+)."""
+    return index == 0 and (topic.name == raft.name or topic.topic_id == raft.id)
 
 
 def batch_values(records: bytes | None) -> list[bytes] | tuple[Errors, str]:

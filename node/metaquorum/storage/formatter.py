@@ -26,8 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaquorum.protocol.messages import VotersRecord
-from metaquorum.protocol.types import Uuid
-from metaquorum.storage.log import METADATA_PARTITION_DIR
+from metaquorum.protocol.types import (
+    METADATA_RAFT_TOPIC,
+    RAFT_TOPIC_KEY,
+    RaftTopic,
+    Uuid,
+    raft_topic_named,
+)
 from metaquorum.storage.meta_properties import (
     MetaProperties,
     parse_properties,
@@ -92,6 +97,7 @@ class ServerConfig:
     log_dirs: tuple[Path, ...]
     metadata_log_dir: Path
     static_voters: str
+    raft_topic: RaftTopic = METADATA_RAFT_TOPIC
 
     @classmethod
     def load(cls, path: Path, overrides: Mapping[str, str] | None = None) -> ServerConfig:
@@ -112,6 +118,10 @@ class ServerConfig:
         meta = props.get("metadata.log.dir", "").strip()
         if not meta and not dirs:
             raise FormatterError(f"{path}: set metadata.log.dir (or log.dirs)")
+        try:
+            topic = raft_topic_named(props.get(RAFT_TOPIC_KEY, METADATA_RAFT_TOPIC.name))
+        except ValueError as e:
+            raise FormatterError(f"{path}: {e}") from None
         return cls(
             node_id=int(raw_id),
             process_roles=_csv(props.get("process.roles", "")),
@@ -121,6 +131,7 @@ class ServerConfig:
             log_dirs=dirs,
             metadata_log_dir=Path(meta) if meta else dirs[0],
             static_voters=props.get("controller.quorum.voters", "").strip(),
+            raft_topic=topic,
         )
 
     @property
@@ -244,7 +255,7 @@ def format_storage(
         dir_id = my_voter.directory_id if is_meta and my_voter is not None else Uuid.random()
         dir_ids[d] = dir_id
         if is_meta and voters is not None:
-            partition = d / METADATA_PARTITION_DIR
+            partition = d / config.raft_topic.partition_dir
             partition.mkdir(exist_ok=True)
             stamp = int(time.time() * 1000) if now_ms is None else now_ms
             writer = SnapshotWriter(

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import VotersRecord
-from metaquorum.protocol.types import METADATA_TOPIC_ID
+from metaquorum.protocol.types import METADATA_RAFT_TOPIC, RaftTopic
 from metaquorum.storage.fsutil import atomic_write
-from metaquorum.storage.log import METADATA_PARTITION_DIR, LogConfig, MetadataLog
+from metaquorum.storage.log import LogConfig, MetadataLog
 from metaquorum.storage.meta_properties import META_PROPERTIES, MetaProperties, read_meta_properties
 from metaquorum.storage.quorum_state import QuorumStateFile, read_quorum_state, write_quorum_state
 from metaquorum.storage.snapshot_records import SnapshotWriter
@@ -49,10 +49,11 @@ class ReplicaStorage:
     meta: MetaProperties
     log: MetadataLog
     fsync: bool = True
+    topic: RaftTopic = METADATA_RAFT_TOPIC
 
     @property
     def partition_dir(self) -> Path:
-        return self.log_dir / METADATA_PARTITION_DIR
+        return self.log_dir / self.topic.partition_dir
 
     def read_election_state(self) -> QuorumStateFile | None:
         return read_quorum_state(self.partition_dir)
@@ -99,8 +100,10 @@ def open_replica_storage(
     node_id: int,
     cluster_id: str | None = None,
     config: LogConfig | None = None,
+    topic: RaftTopic = METADATA_RAFT_TOPIC,
 ) -> ReplicaStorage:
-    """Open (and recover) the metadata log directory of node `node_id`."""
+    """Open (and recover) the metadata log directory of node `node_id` (`topic`: the raft
+    topic's partition directory, `__cluster_metadata-0` but for a TestRaftServer quorum)."""
     meta_path = log_dir / META_PROPERTIES
     meta = read_meta_properties(log_dir)
     if meta is None:
@@ -120,10 +123,10 @@ def open_replica_storage(
             "this directory belongs to another cluster"
         )
     cfg = config or LogConfig()
-    partition = log_dir / METADATA_PARTITION_DIR
+    partition = log_dir / topic.partition_dir
     log = MetadataLog.open(partition, cfg)
     pm = partition / PARTITION_METADATA
     if not pm.exists():
-        text = f"version: 0\ntopic_id: {METADATA_TOPIC_ID}"
+        text = f"version: 0\ntopic_id: {topic.id}"
         atomic_write(pm, text.encode("ascii"), fsync=cfg.fsync)
-    return ReplicaStorage(log_dir, meta, log, cfg.fsync)
+    return ReplicaStorage(log_dir, meta, log, cfg.fsync, topic)

@@ -69,6 +69,7 @@ class RaftTestContext:
     kraft_version: int = 0
     directory_id: str | None = None
     endpoints: tuple[ListenerEndpoint, ...] = ()
+    bootstrap: tuple[ListenerEndpoint, ...] = ()  # controller.quorum.bootstrap.servers
     log_entries: list[LogEntry] | None = None
 
     def __post_init__(self) -> None:
@@ -84,6 +85,7 @@ class RaftTestContext:
             kraft_version=self.kraft_version,
             local_directory_id=self.directory_id,
             local_endpoints=self.endpoints,
+            bootstrap_servers=self.bootstrap,
             config=self.config,
             rng=random.Random(self.seed),
             log=log,

@@ -58,7 +58,9 @@ def test_startup_voters_come_from_the_bootstrap_checkpoint(tmp_path: Path) -> No
     }
 
 
-def test_startup_voters_from_static_config_and_the_error_without_either(tmp_path: Path) -> None:
+def test_startup_voters_from_static_config_else_none_with_bootstrap_servers(
+    tmp_path: Path,
+) -> None:
     static = _props(tmp_path, {"controller.quorum.voters": "1@127.0.0.1:9001,2@h:9002"})
     _format(tmp_path, static)
     storage = open_replica_storage(tmp_path / "meta", node_id=1, config=LogConfig(fsync=False))
@@ -69,9 +71,11 @@ def test_startup_voters_from_static_config_and_the_error_without_either(tmp_path
         1: Endpoint("127.0.0.1", 9001),
         2: Endpoint("h", 9002),
     }
+    # Formatted --no-initial-controllers (no checkpoint), only bootstrap servers: no voters
+    # yet; the node starts as an observer (Kafka's empty VoterSet).
     dynamic = _props(tmp_path, {"controller.quorum.bootstrap.servers": "127.0.0.1:9001"})
-    with pytest.raises(ConfigError, match=r"no voter set: .* format with --standalone"):
-        startup_membership(config_from_properties(dynamic), storage)
+    joining = startup_membership(config_from_properties(dynamic), storage)
+    assert len(joining.voters) == 0 and joining.kraft_version == 0
 
 
 def test_config_needs_voters_or_bootstrap_servers(tmp_path: Path) -> None:

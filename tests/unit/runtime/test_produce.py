@@ -27,7 +27,7 @@ from metaquorum.protocol.messages import (
     ProduceResponseData,
 )
 from metaquorum.protocol.records import Header, SimpleRecord, build_batch
-from metaquorum.protocol.types import METADATA_TOPIC_ID, Uuid
+from metaquorum.protocol.types import METADATA_RAFT_TOPIC, METADATA_TOPIC_ID, Uuid
 from metaquorum.runtime.client_api import ClientApi
 from metaquorum.runtime.produce import batch_values, targets_metadata_partition
 
@@ -127,7 +127,7 @@ def test_fit_to_version_drops_only_tagged_fields_the_version_lacks() -> None:
 def _non_leader_api() -> ClientApi:
     driver: Any = SimpleNamespace(
         hw_listeners=[],
-        node=SimpleNamespace(state=object(), leader_id=2, epoch=7),
+        node=SimpleNamespace(state=object(), leader_id=2, epoch=7, topic=METADATA_RAFT_TOPIC),
         voter_endpoints={1: Endpoint("h1", 9093), 2: Endpoint("h2", 9094)},
     )
     return ClientApi(driver)

@@ -1,0 +1,129 @@
+"""Where a replica looks for its leader (KIP-853 bootstrap servers; Kafka's `RequestManager`
+bootstrap nodes, `maybeSendFetchToAnyBootstrap`, `Endpoints.fromFetchResponse`).
+
+Role:
+- the *bootstrap nodes* a replica without a reachable leader sends its discovery Fetch to: with
+  `controller.quorum.bootstrap.servers`, one node per address with Kafka's pseudo-ids -2, -3, ...
+  (sent with their endpoint: no voter set is needed, a `--no-initial-controllers` replica has
+  none); without it (static `controller.quorum.voters`), the other voters of the current set;
+- the endpoint a follower reaches its leader at: the `NodeEndpoints` of the response that named
+  the leader (Kafka sends the leader's endpoints from Fetch v16), else the leader's entry in the
+  voter set; and the leader endpoint this replica itself puts into its Fetch responses.
+Invariants: a pseudo-id is below -1, so it is never taken for a replica (no vote, no progress,
+no observer entry); discovery never sends to this replica's own address; at most one discovery
+request is in flight at a time (Kafka's `findReadyBootstrapServer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from metaquorum.core.states import FollowerState, LeaderState
+from metaquorum.core.voter_set import ListenerEndpoint
+from metaquorum.protocol.messages import FetchResponseData
+
+if TYPE_CHECKING:
+    from metaquorum.core.node import RaftNode
+
+FIRST_PSEUDO_ID = -2
+NEVER = 2**62
+
+BootstrapNode = tuple[int, ListenerEndpoint | None]
+
+
+def pseudo_nodes(
+    servers: Sequence[ListenerEndpoint], local: Sequence[ListenerEndpoint]
+) -> tuple[BootstrapNode, ...]:
+    """Kafka's ids for bootstrap addresses: -2, -3, ... in configured order; this replica's own
+    addresses are left out (asking oneself who leads teaches nothing)."""
+    own = {(e.host, e.port) for e in local}
+    return tuple(
+        (FIRST_PSEUDO_ID - i, ep) for i, ep in enumerate(servers) if (ep.host, ep.port) not in own
+    )
+
+
+def bootstrap_nodes(node: RaftNode) -> tuple[BootstrapNode, ...]:
+    if node.bootstrap_nodes:
+        return node.bootstrap_nodes
+    return tuple((v, None) for v in node.voters.sorted_ids() if v != node.local_id)
+
+
+def send_fetch_to_any_bootstrap(
+    node: RaftNode, now_ms: int, build: Callable[[], object] | None, *, one_at_a_time: bool = True
+) -> int:
+    """Kafka's `maybeSendFetchToAnyBootstrap`: the request `build` makes (None: nothing may
+    be sent now) to a random ready bootstrap node, when none is in flight (`one_at_a_time`;
+    an observer whose leader went quiet asks at once); returns the time to wait before the
+    next try."""
+    nodes = bootstrap_nodes(node)
+    if not nodes:
+        return NEVER
+    requests = node.requests
+    if build is not None and not (
+        one_at_a_time and any(requests.has_inflight(nid, now_ms) for nid, _ in nodes)
+    ):
+        ready = [(nid, ep) for nid, ep in nodes if requests.is_ready(nid, now_ms)]
+        if ready:
+            nid, ep = ready[node.rng.randrange(len(ready))]
+            node.send(nid, build(), ep)
+    pending = [requests.next_deadline_ms(nid) for nid, _ in nodes]
+    return min((d for d in pending if d is not None and d > now_ms), default=NEVER)
+
+
+def endpoint_of(node: RaftNode, replica_id: int) -> ListenerEndpoint | None:
+    """A replica's endpoint on this node's controller listener: its own, a voter's, or the
+    current leader's as learned from a response."""
+    if replica_id == node.local_id:
+        return next((e for e in node.local_endpoints if e.name == node.listener_name), None)
+    voter = node.voters.node(replica_id)
+    if voter is not None:
+        found = voter.endpoint(node.listener_name)
+        if found is not None:
+            return found
+    st = node.state
+    if isinstance(st, FollowerState) and st.leader_id == replica_id:
+        return st.leader_endpoint
+    return None
+
+
+def leader_send_endpoint(node: RaftNode, st: FollowerState) -> ListenerEndpoint | None:
+    """The endpoint to send with a request to the leader: only when the runtime cannot know
+    it from the voter set (the leader is not a voter this replica knows of)."""
+    return None if st.leader_id in node.voters else st.leader_endpoint
+
+
+def from_fetch_response(
+    node: RaftNode, leader_id: int, endpoints: Sequence[FetchResponseData.NodeEndpoint]
+) -> ListenerEndpoint | None:
+    """Kafka's `Endpoints.fromFetchResponse` on our listener, else the voter set's entry."""
+    if leader_id < 0:
+        return None
+    for e in endpoints:
+        if e.node_id == leader_id:
+            return ListenerEndpoint(node.listener_name, e.host, e.port)
+    voter = node.voters.node(leader_id)
+    return voter.endpoint(node.listener_name) if voter is not None else None
+
+
+def fetch_response_endpoints(node: RaftNode) -> list[FetchResponseData.NodeEndpoint]:
+    """The leader's endpoint for a Fetch response's NodeEndpoints (v16+; the runtime strips
+    it below): an observer that found this replica through a bootstrap address learns where
+    the leader is."""
+    leader = node.leader_id
+    if leader < 0:
+        return []
+    if not isinstance(node.state, LeaderState | FollowerState):
+        return []
+    ep = endpoint_of(node, leader)
+    if ep is None:
+        return []
+    return [FetchResponseData.NodeEndpoint(node_id=leader, host=ep.host, port=ep.port)]
+
+
+def fetch_for_version(response: FetchResponseData, version: int) -> FetchResponseData:
+    """NodeEndpoints exists from Fetch v16 (KIP-951), as Kafka's `RaftUtil` sets it."""
+    if version >= 16 or not response.node_endpoints:
+        return response
+    return replace(response, node_endpoints=[])
