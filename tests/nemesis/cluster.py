@@ -6,7 +6,8 @@ Role: write each node's `server.properties` (static `controller.quorum.voters` o
 namespace addresses, the listener and the HTTP status on the node's own address, fast
 election and fetch timeouts), format the data dirs, start/kill/pause/restart the processes,
 break a running node's disk (libfiu: fsync and fdatasync fail with EIO, after which the node
-must fail-stop), jump a node's clock, read `/status` from inside the hub namespace.
+must fail-stop), jump a node's clock, wipe a voter's disk (dynamic quorums), read `/status`
+from inside the hub namespace.
 Invariants: a node is always started the same way (namespace, libfiu preload, the shim,
 optionally a deliberately broken mode), so a restart is the same program on the same data;
 `stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from metaquorum.storage.formatter import ServerConfig, format_storage
+from metaquorum.protocol.types import Uuid
+from metaquorum.storage.formatter import DynamicVoter, ServerConfig, format_storage
 
 from tests.nemesis.netns import Net, in_netns, node_ip
 from tests.nemesis.tools import REPO
@@ -52,7 +55,10 @@ class Cluster:
         fiu_bin: Path,
         *,
         broken: str | None = None,
+        dynamic: bool = False,
     ) -> None:
+        self.dynamic = dynamic
+        self.cluster_id = ""
         self.base, self.net, self.fiu_bin = base, net, fiu_bin
         self.ids = sorted(net.ns)
         self.env = dict(os.environ, **({"MQ_NEMESIS_BROKEN": broken} if broken else {}))
@@ -69,7 +75,20 @@ class Cluster:
         return [f"{node_ip(i)}:{PORT}" for i in self.ids]
 
     def setup(self, cluster_id: str) -> None:
+        """Static `controller.quorum.voters`, or with `dynamic` (KIP-853) the bootstrap
+        servers, a checkpoint from `--initial-controllers` and auto-join (so a wiped voter
+        replaces its old (id, directory id) by itself)."""
+        self.cluster_id = cluster_id
         voters = ",".join(f"{i}@{node_ip(i)}:{PORT}" for i in self.ids)
+        initial = [DynamicVoter(i, node_ip(i), PORT, Uuid.random()) for i in self.ids]
+        membership = (
+            {
+                "controller.quorum.bootstrap.servers": ",".join(self.endpoints()),
+                "controller.quorum.auto.join.enable": "true",
+            }
+            if self.dynamic
+            else {"controller.quorum.voters": voters}
+        )
         for i in self.ids:
             self.dir(i).mkdir(parents=True, exist_ok=True)
             props = {
@@ -77,14 +96,27 @@ class Cluster:
                 "process.roles": "controller",
                 "controller.listener.names": "CONTROLLER",
                 "listeners": f"CONTROLLER://{node_ip(i)}:{PORT}",
-                "controller.quorum.voters": voters,
+                **membership,
                 "metadata.log.dir": str(self.data_dir(i)),
                 "metaquorum.http.listener": f"{node_ip(i)}:{HTTP_PORT}",
                 **FAST,
             }
             path = self.dir(i) / "server.properties"
             path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
-            format_storage(ServerConfig.load(path), cluster_id)
+            format_storage(
+                ServerConfig.load(path),
+                cluster_id,
+                initial_controllers=initial if self.dynamic else None,
+            )
+
+    def wipe(self, i: int) -> None:
+        """kill -9, lose the data dir, format it again `--no-initial-controllers` (a new
+        directory id), start: auto-join removes the old (id, dir) and adds the new one."""
+        self.kill(i)
+        shutil.rmtree(self.data_dir(i), ignore_errors=True)
+        config = ServerConfig.load(self.dir(i) / "server.properties")
+        format_storage(config, self.cluster_id, no_initial_controllers=True)
+        self.start(i)
 
     # --- processes ---------------------------------------------------------------------------
     def start(self, i: int) -> None:

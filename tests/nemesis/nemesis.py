@@ -14,6 +14,9 @@ Kinds:
   link (queueing delay, then drops); there is no netem on this kernel (netns.py);
 - disk: fsync/fdatasync fail with EIO (libfiu); the node must fail-stop, and is restarted on
   its data at the end (the fault is gone in the new process);
+- wipe (dynamic quorums only): kill -9, the data dir deleted and formatted again with a new
+  directory id, restarted; auto-join replaces the old voter; the lane waits until it is a voter
+  again (60 s, else a finding);
 - clock-fwd / clock-back: the node's clock (the one the core and the read lease read, through
   the shim's seam) jumps 2-10 s forward / back, and returns to real time at the end.
 The clients always reach every node: only links between nodes are cut.
@@ -40,7 +43,9 @@ KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk"
 # Opt-in (`--kinds`): a backward clock step on a leader breaks its read lease today (see
 # docs/nemesis.md, "Findings"), so it is not in the default set that `make test` runs.
 EXTRA_KINDS = ("clock-back",)
-PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back")
+# Only on a dynamic quorum (KIP-853: a wiped voter comes back under a new directory id).
+DYNAMIC_KINDS = ("wipe",)
+PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back", "wipe")
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,8 @@ class Fault:
 SCENARIOS = {
     "isolate-leader": [Fault(3.0, "isolate", "leader", 5.0)],
     "pause-leader": [Fault(3.0, "pause", "leader", 5.0)],
+    # (dynamic) a wiped voter rejoins by auto-join, then is killed and restarted on its new disk.
+    "wipe-then-restart": [Fault(3.0, "wipe", "3", 1.0), Fault(6.0, "kill", "3", 1.0)],
     # The leader's clock goes back 10 s while it is cut off: its read lease and its
     # check-quorum timer are measured on that clock.
     "clock-back-isolate-leader": [
@@ -180,6 +187,9 @@ class Nemesis:
             self._net_faults_during_disk = self._net_active
             self.c.break_disk(node)
             return f"fsync EIO on node {node}"
+        if kind == "wipe":
+            self.c.wipe(node)
+            return f"node {node}'s disk wiped, formatted again, restarted"
         if kind.startswith("clock"):
             self.c.set_clock(node, clock_ms)
             return f"node {node}'s clock jumps {clock_ms:+d} ms"
@@ -192,6 +202,15 @@ class Nemesis:
             self.c.signal(node, signal.SIGCONT)
         elif kind.startswith("clock"):
             self.c.set_clock(node, 0)
+        elif kind == "wipe":
+            # Not before it is a voter again (by its new directory id): a second wipe before
+            # that would leave no majority of the voter set, which no system survives.
+            deadline = time.monotonic() + 60
+            while (self.c.status(node) or {}).get("state") not in ("follower", "leader"):
+                if time.monotonic() > deadline:
+                    self.findings.append(f"wiped node {node} not a voter again within 60 s")
+                    break
+                time.sleep(0.2)
         elif kind == "disk":
             code = self.c.exit_code(node, 10.0)
             if code is None:

@@ -29,7 +29,14 @@ from metaquorum.protocol.types import Uuid
 
 from tests.nemesis import ledger
 from tests.nemesis.cluster import Cluster, NotConverged
-from tests.nemesis.nemesis import EXTRA_KINDS, KINDS, SCENARIOS, Nemesis, schedule
+from tests.nemesis.nemesis import (
+    DYNAMIC_KINDS,
+    EXTRA_KINDS,
+    KINDS,
+    SCENARIOS,
+    Nemesis,
+    schedule,
+)
 from tests.nemesis.netns import Net
 from tests.nemesis.stats import availability
 from tests.nemesis.tools import tools
@@ -44,8 +51,11 @@ def rerun_command(
     broken: str | None,
     scenario: str | None,
     compose: bool,
+    dynamic: bool,
 ) -> str:
     cmd = f"python -m tests.nemesis.run --seed {seed} --duration {duration_s:g}"
+    if dynamic:
+        cmd += " --dynamic"
     if compose:
         cmd += " --compose"
     if scenario:
@@ -67,6 +77,7 @@ def run(
     base: Path | None = None,
     scenario: str | None = None,
     compose: bool = False,
+    dynamic: bool = False,
     converge_s: float = 60.0,
 ) -> dict[str, Any]:
     """One run; a `scenario` (nemesis.SCENARIOS) replaces the seeded schedule."""
@@ -76,21 +87,23 @@ def run(
         base or RUNS / "metaquorum-nemesis"
     ) / f"{stamp}-seed{seed}{'-' + broken if broken else ''}"
     out.mkdir(parents=True, exist_ok=True)
+    rerun = rerun_command(seed, duration_s, kinds, broken, scenario, compose, dynamic)
     faults = SCENARIOS[scenario] if scenario else schedule(seed, duration_s, kinds, compose=compose)
     print(f"nemesis: seed {seed}, {len(faults)} faults over {duration_s:g}s, dir {out}", flush=True)
     summary: dict[str, Any] = {
         "seed": seed,
         "duration_s": duration_s,
         "kinds": list(kinds),
+        "dynamic": dynamic,
         "broken": broken,
         "dir": str(out),
-        "rerun": rerun_command(seed, duration_s, kinds, broken, scenario, compose),
+        "rerun": rerun,
         "schedule": [f.__dict__ for f in faults],
     }
     (out / "seed").write_text(f"{seed}\n")
     net = Net(f"mq{os.getpid() % 10000}{seed % 100}", [1, 2, 3])
     net.destroy()
-    cluster = Cluster(out, net, t.fiu_bin, broken=broken)
+    cluster = Cluster(out, net, t.fiu_bin, broken=broken, dynamic=dynamic)
     nemesis = Nemesis(cluster, out / "nemesis.jsonl")
     (out / "nemesis.jsonl").touch()
     hw: dict[int, int] = {}
@@ -210,18 +223,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--duration", type=float, default=30.0)
-    p.add_argument("--kinds", default=",".join(KINDS), help=f"of {','.join(KINDS + EXTRA_KINDS)}")
+    p.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"of {','.join(KINDS + EXTRA_KINDS + DYNAMIC_KINDS)}",
+    )
     p.add_argument("--broken", choices=["ack-before-majority", "stale-read"], default=None)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=None)
     p.add_argument("--compose", action="store_true", help="process and network faults overlap")
+    p.add_argument(
+        "--dynamic", action="store_true", help="a KIP-853 quorum (--initial-controllers, auto-join)"
+    )
+    p.add_argument("--with-wipe", action="store_true", help="with --dynamic: add 'wipe'")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
     kinds = tuple(k for k in a.kinds.split(",") if k)
+    if a.dynamic and a.with_wipe:
+        kinds += DYNAMIC_KINDS
     results = []
     for k in range(a.runs):
         r = run(
             *(a.seed + k, a.duration, kinds),
             **dict(broken=a.broken, base=a.out, scenario=a.scenario, compose=a.compose),
+            dynamic=a.dynamic,
         )
         results.append(r)
         if r["ok"] and a.runs > 1:  # a campaign keeps what judges a passing run, not its data
