@@ -95,15 +95,16 @@ nemesis-short: setup
 	$(call run_tier,nemesis,nemesis,tests/nemesis)
 
 # The long campaign (not in make test): NEMESIS_RUNS seeded runs of NEMESIS_SECONDS each from
-# NEMESIS_SEED on, process and network faults overlapping (--compose); passing runs keep their
-# summary and logs, not their data dirs.
+# NEMESIS_SEED on, process and network faults overlapping (--compose), odd seeds on a dynamic
+# (KIP-853) quorum with remove-controller faults (--mix); passing runs keep their summary and
+# logs, not their data dirs.
 NEMESIS_RUNS ?= 200
 NEMESIS_SECONDS ?= 60
 NEMESIS_SEED ?= 1000
 nemesis: setup
 	@scripts/nemesis-tools.sh >/dev/null
 	$(BIN)/python -m tests.nemesis.run --runs $(NEMESIS_RUNS) --duration $(NEMESIS_SECONDS) \
-		--seed $(NEMESIS_SEED) --compose
+		--seed $(NEMESIS_SEED) --compose --mix
 
 slow: setup
 	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis,)

@@ -6,8 +6,8 @@ Role: write each node's `server.properties` (static `controller.quorum.voters` o
 namespace addresses, the listener and the HTTP status on the node's own address, fast
 election and fetch timeouts), format the data dirs, start/kill/pause/restart the processes,
 break a running node's disk (libfiu: fsync and fdatasync fail with EIO, after which the node
-must fail-stop), jump a node's clock, wipe a voter's disk (dynamic quorums), read `/status`
-from inside the hub namespace.
+must fail-stop), jump a node's clock, wipe a voter's disk or remove a voter (dynamic
+quorums), read `/status` from inside the hub namespace.
 Invariants: a node is always started the same way (namespace, libfiu preload, the shim,
 optionally a deliberately broken mode), so a restart is the same program on the same data;
 `stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL).
@@ -28,6 +28,7 @@ from typing import Any
 
 from metaquorum.protocol.types import Uuid
 from metaquorum.storage.formatter import DynamicVoter, ServerConfig, format_storage
+from metaquorum.storage.meta_properties import read_meta_properties
 
 from tests.nemesis.netns import Net, in_netns, node_ip
 from tests.nemesis.tools import REPO
@@ -108,6 +109,32 @@ class Cluster:
                 cluster_id,
                 initial_controllers=initial if self.dynamic else None,
             )
+
+    def remove_voter(self, i: int) -> str:
+        """`metaquorum quorum remove-controller` for node i's (id, directory id), run from the
+        hub namespace as an operator would; its last output line (or why it failed)."""
+        meta = read_meta_properties(self.data_dir(i))
+        if meta is None or meta.directory_id is None:
+            return "no directory id"
+        try:
+            done = subprocess.run(
+                [
+                    *self.net.exec_prefix(None),
+                    *(sys.executable, "-m", "metaquorum.cli.quorum_cmd"),
+                    *("--bootstrap-controller", ",".join(self.endpoints())),
+                    *("remove-controller", "--controller-id", str(i)),
+                    *("--controller-directory-id", str(meta.directory_id)),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                cwd=REPO,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return "remove-controller: no answer within 20 s"
+        lines = (done.stdout + done.stderr).strip().splitlines()
+        return f"rc {done.returncode}: {lines[-1] if lines else ''}"
 
     def wipe(self, i: int) -> None:
         """kill -9, lose the data dir, format it again `--no-initial-controllers` (a new

@@ -14,7 +14,10 @@ Kinds:
   link (queueing delay, then drops); there is no netem on this kernel (netns.py);
 - disk: fsync/fdatasync fail with EIO (libfiu); the node must fail-stop, and is restarted on
   its data at the end (the fault is gone in the new process);
-- wipe (dynamic quorums only): kill -9, the data dir deleted and formatted again with a new
+- remove (dynamic quorums only): `metaquorum quorum remove-controller` of the node's (id,
+  directory id) from the hub namespace; auto-join adds it back; the lane waits until it is a
+  voter again (60 s, else a finding);
+- wipe (dynamic quorums only, opt-in): kill -9, the data dir deleted and formatted again with a new
   directory id, restarted; auto-join replaces the old voter; the lane waits until it is a voter
   again (60 s, else a finding);
 - clock-fwd / clock-back: the node's clock (the one the core and the read lease read, through
@@ -43,9 +46,11 @@ KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk"
 # Opt-in (`--kinds`): a backward clock step on a leader breaks its read lease today (see
 # docs/nemesis.md, "Findings"), so it is not in the default set that `make test` runs.
 EXTRA_KINDS = ("clock-back",)
-# Only on a dynamic quorum (KIP-853: a wiped voter comes back under a new directory id).
-DYNAMIC_KINDS = ("wipe",)
-PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back", "wipe")
+# Only on a dynamic quorum (KIP-853): a voter removed with remove-controller (auto-join adds it
+# back); opt-in (`--with-wipe`, see docs/nemesis.md): a wiped voter back under a new directory id.
+DYNAMIC_KINDS = ("remove",)
+WIPE_KINDS = ("wipe",)
+PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back", "wipe", "remove")
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,8 @@ class Nemesis:
         if kind == "wipe":
             self.c.wipe(node)
             return f"node {node}'s disk wiped, formatted again, restarted"
+        if kind == "remove":
+            return f"remove-controller node {node}: {self.c.remove_voter(node)}"
         if kind.startswith("clock"):
             self.c.set_clock(node, clock_ms)
             return f"node {node}'s clock jumps {clock_ms:+d} ms"
@@ -202,13 +209,13 @@ class Nemesis:
             self.c.signal(node, signal.SIGCONT)
         elif kind.startswith("clock"):
             self.c.set_clock(node, 0)
-        elif kind == "wipe":
-            # Not before it is a voter again (by its new directory id): a second wipe before
-            # that would leave no majority of the voter set, which no system survives.
+        elif kind in ("wipe", "remove"):
+            # Not before it is a voter again (auto-join): a second wipe before that would
+            # leave no majority of the voter set, which no system survives.
             deadline = time.monotonic() + 60
             while (self.c.status(node) or {}).get("state") not in ("follower", "leader"):
                 if time.monotonic() > deadline:
-                    self.findings.append(f"wiped node {node} not a voter again within 60 s")
+                    self.findings.append(f"{kind}: node {node} not a voter again within 60 s")
                     break
                 time.sleep(0.2)
         elif kind == "disk":

@@ -34,6 +34,7 @@ from tests.nemesis.nemesis import (
     EXTRA_KINDS,
     KINDS,
     SCENARIOS,
+    WIPE_KINDS,
     Nemesis,
     schedule,
 )
@@ -226,26 +227,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--kinds",
         default=",".join(KINDS),
-        help=f"of {','.join(KINDS + EXTRA_KINDS + DYNAMIC_KINDS)}",
+        help=f"of {','.join(KINDS + EXTRA_KINDS + DYNAMIC_KINDS + WIPE_KINDS)}",
     )
     p.add_argument("--broken", choices=["ack-before-majority", "stale-read"], default=None)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=None)
     p.add_argument("--compose", action="store_true", help="process and network faults overlap")
     p.add_argument(
-        "--dynamic", action="store_true", help="a KIP-853 quorum (--initial-controllers, auto-join)"
+        "--dynamic",
+        action="store_true",
+        help="KIP-853: --initial-controllers, auto-join; adds 'remove'",
     )
     p.add_argument("--with-wipe", action="store_true", help="with --dynamic: add 'wipe'")
+    p.add_argument("--mix", action="store_true", help="odd seeds --dynamic, even seeds static")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
-    kinds = tuple(k for k in a.kinds.split(",") if k)
-    if a.dynamic and a.with_wipe:
-        kinds += DYNAMIC_KINDS
+    given = tuple(k for k in a.kinds.split(",") if k)
     results = []
     for k in range(a.runs):
+        seed = a.seed + k
+        dynamic = a.dynamic or (a.mix and seed % 2 == 1)
+        kinds = given
+        if dynamic and given == KINDS:
+            kinds += DYNAMIC_KINDS
+        if dynamic and a.with_wipe:
+            kinds += WIPE_KINDS
         r = run(
-            *(a.seed + k, a.duration, kinds),
+            *(seed, a.duration, kinds),
             **dict(broken=a.broken, base=a.out, scenario=a.scenario, compose=a.compose),
-            dynamic=a.dynamic,
+            dynamic=dynamic,
         )
         results.append(r)
         if r["ok"] and a.runs > 1:  # a campaign keeps what judges a passing run, not its data
