@@ -276,3 +276,37 @@ def test_make_run_forms_a_dynamic_quorum_by_auto_join(tmp_path: Path) -> None:
     out += proc.stdout.read() or b""
     assert b"node 1 formatted --standalone" in out and b"observers[" in out
     assert out.rstrip().endswith(b"stopped.")
+
+
+def test_a_joined_node_restarts_into_the_voter_set_its_log_holds(tmp_path: Path) -> None:
+    """A node formatted --no-initial-controllers has no start-up voters: after it joined and
+    is restarted, its peers come from the VotersRecords its log replays (the nemesis found it
+    stuck: "no endpoint for replica N" forever)."""
+    extra = {"controller.quorum.auto.join.enable": "true"}
+    with _quorum(tmp_path, 3, standalone=True, extra=extra) as q:
+        q.start_all()
+        q.wait_for_leader(30)
+        wait_for(lambda: sorted(_voters(q)) == [1, 2, 3], 60, "2 and 3 to join")
+        ledger = Ledger(lambda: _endpoints(q)).start()
+        try:
+            ledger.wait_acked(20)
+            leader, _ = q.wait_for_leader(30)
+            victim = next(n for n in (3, 2) if n != leader)
+            q.kill(victim)
+            ledger.wait_acked(20)
+            q.start(victim)
+            ledger.wait_acked(20)
+            _, _, hw = _leader_hw(q)
+            wait_for(
+                lambda: (q.nodes[victim].status() or {}).get("high_watermark", -1) >= hw,
+                30,
+                f"restarted node {victim} to fetch again",
+            )
+        finally:
+            ledger.stop()
+        ledger.check()
+
+
+def _leader_hw(q: LocalQuorum) -> tuple[int, int, int]:
+    leader, epoch = q.wait_for_leader(30)
+    return leader, epoch, int((q.nodes[leader].status() or {})["high_watermark"])

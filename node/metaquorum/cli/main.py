@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.dump_log_cmd",
     "metaquorum.cli.server_cmd",
     "metaquorum.cli.quorum_cmd",
+    "metaquorum.cli.features_cmd",
     "metaquorum.cli.log_cmd",
     "metaquorum.cli.perf_test_cmd",
     "metaquorum.cli.snapshot_cmd",

@@ -30,6 +30,7 @@ class ApiKeys(IntEnum):
     BEGIN_QUORUM_EPOCH = 53
     END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
+    UPDATE_FEATURES = 57
     FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
     ADD_RAFT_VOTER = 80
@@ -59,6 +60,7 @@ API_VERSIONS: dict[ApiKeys, ApiVersionRange] = {
     ApiKeys.BEGIN_QUORUM_EPOCH: ApiVersionRange(0, 1, 1),
     ApiKeys.END_QUORUM_EPOCH: ApiVersionRange(0, 1, 1),
     ApiKeys.DESCRIBE_QUORUM: ApiVersionRange(0, 2, 0),
+    ApiKeys.UPDATE_FEATURES: ApiVersionRange(0, 2, 0),
     ApiKeys.FETCH_SNAPSHOT: ApiVersionRange(0, 1, 0),
     ApiKeys.DESCRIBE_CLUSTER: ApiVersionRange(0, 2, 0),
     ApiKeys.ADD_RAFT_VOTER: ApiVersionRange(0, 1, 0),

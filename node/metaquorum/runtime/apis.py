@@ -3,6 +3,10 @@
 Role: what a KRaft controller's `ControllerApis` answers outside the Raft client.
 - ApiVersions: our ApiKeys with Kafka 4.3.1's version ranges; from v4 on the `kraft.version`
   supported feature, which an AddRaftVoter leader reads: 0-1 (KIP-853's dynamic voters);
+  from v3 on, once kraft.version is above 0, FinalizedFeatures `kraft.version` at that level
+  and FinalizedFeaturesEpoch (a controller's `SimpleApiVersionManager` with
+  `setFinalizedLevel(kraft.version, raftClient.kraftVersion())`, which drops a level 0; the
+  epoch is the last committed offset, as the offset of Kafka's published metadata image);
   an ApiVersions request of an unsupported version is answered at v0 with UNSUPPORTED_VERSION
   and the ApiKeys list (Kafka's `RequestContext.isUnsupportedApiVersionsRequest`).
 - DescribeCluster: a controller answers EndpointType 2 (CONTROLLER) with the voters' endpoints
@@ -32,7 +36,13 @@ ENDPOINT_BROKER = 1
 ENDPOINT_CONTROLLER = 2
 
 
-def api_versions_response(version: int, error: Errors = Errors.NONE) -> AVR:
+def api_versions_response(
+    version: int,
+    error: Errors = Errors.NONE,
+    *,
+    kraft_version: int = 0,
+    features_epoch: int = -1,
+) -> AVR:
     keys = [
         AVR.ApiVersion(api_key=int(k), min_version=r.lowest, max_version=r.highest)
         for k, r in sorted(API_VERSIONS.items())
@@ -42,7 +52,22 @@ def api_versions_response(version: int, error: Errors = Errors.NONE) -> AVR:
     # "In v0-v3, features with MinSupportedVersion = 0 are omitted" (ApiVersionsResponse.json).
     if version >= 4 or (version == 3 and lo > 0):
         features.append(AVR.SupportedFeatureKey(name=name, min_version=lo, max_version=hi))
-    return AVR(error_code=int(error), api_keys=keys, supported_features=features)
+    finalized: list[AVR.FinalizedFeatureKey] = []
+    if kraft_version > 0 and error is Errors.NONE:
+        finalized.append(
+            AVR.FinalizedFeatureKey(
+                name=name, max_version_level=kraft_version, min_version_level=kraft_version
+            )
+        )
+    else:
+        features_epoch = -1
+    return AVR(
+        error_code=int(error),
+        api_keys=keys,
+        supported_features=features,
+        finalized_features_epoch=features_epoch,
+        finalized_features=finalized,
+    )
 
 
 def describe_cluster_response(

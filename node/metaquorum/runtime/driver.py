@@ -71,6 +71,7 @@ from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.batch_bytes import BatchBytes
 from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
+from metaquorum.runtime.features import KRaftUpgrades
 from metaquorum.runtime.membership import (
     StartupMembership,
     bootstrap_endpoints,
@@ -132,12 +133,6 @@ class Driver:
         if membership is None:
             membership = startup_membership(config, storage, snapshot)
         voters = membership.voters
-        # The voters' endpoints on the controller listener: the peer pool's targets and the
-        # node lists of DescribeCluster and Produce (follows `VotersChanged`).
-        self.voter_endpoints: dict[int, Endpoint] = voter_endpoints(voters, config.listener_name)
-        self.peers = PeerPool(
-            config, self.voter_endpoints, self._on_response, self._on_request_failed
-        )
         start = self.clock.now_ms()
         self.node = RaftNode(
             config.node_id,
@@ -156,6 +151,16 @@ class Driver:
             bootstrap_servers=bootstrap_endpoints(config),
             topic=config.raft_topic,
         )
+        # The voters' endpoints on the controller listener: the peer pool's targets and the
+        # node lists of DescribeCluster and Produce (follows `VotersChanged`). From the core's
+        # set, which has replayed the log's VotersRecords over the start-up set (a node that
+        # joined after `--no-initial-controllers` restarts with an empty start-up set).
+        self.voter_endpoints: dict[int, Endpoint] = voter_endpoints(
+            self.node.voters, config.listener_name
+        )
+        self.peers = PeerPool(
+            config, self.voter_endpoints, self._on_response, self._on_request_failed
+        )
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.state_machine = KeyValueStateMachine()
         self.snapshots = SnapshotPolicy(
@@ -173,6 +178,7 @@ class Driver:
         self.stats = DriverStats()
         self.metrics = RaftMetrics(start)  # Kafka's windowed raft-metrics sensors
         self.hw_listeners: list[Callable[[int], None]] = []
+        self.kraft_upgrades = KRaftUpgrades(self)  # UpdateFeatures' kraft.version upgrades
         self.shutdown_complete = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -354,10 +360,7 @@ class Driver:
                 self.peers.set_endpoints(self.voter_endpoints)
                 log.info("voters are now %s", eff.voters.sorted_ids())
             elif isinstance(eff, KRaftVersionUpgrade):
-                if eff.error is None:
-                    log.info("kraft.version upgrade to %s accepted", eff.version)
-                else:
-                    log.warning("kraft.version upgrade to %s refused: %s", eff.version, eff.error)
+                self.kraft_upgrades.on_outcome(eff, self.node.log.end_offset)
             elif isinstance(eff, AppendCommitted):
                 self.stats.committed += 1
                 self.appends.committed(eff.append_id, eff.last_offset)
@@ -402,6 +405,7 @@ class Driver:
                 await self._task
         self.appends.fail_all(NotLeaderError("the node is stopping", -1))
         self.appends.close()
+        self.kraft_upgrades.close()
         await self.peers.close()
         await self.io.close()
 

@@ -4,7 +4,8 @@ Role: open this node's formatted `metadata.log.dir`, load the log into the core,
 driver and the Kafka-framed listener, and route each inbound request: ApiVersions and
 DescribeCluster are answered here; Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
 DescribeQuorum, FetchSnapshot and Add/Remove/UpdateRaftVoter (KIP-853) go through the core;
-Produce and a consumer's Fetch go to `ClientApi`.
+Produce and a consumer's Fetch go to `ClientApi`; UpdateFeatures (kraft.version) to
+runtime/features.py.
 SIGTERM/SIGINT: a leader resigns (EndQuorumEpoch) first.
 
 Invariants: a Fetch response carries the leader's stored batches for exactly the entries the
@@ -37,6 +38,7 @@ from metaquorum.runtime.apis import api_versions_response, describe_cluster_resp
 from metaquorum.runtime.client_api import ClientApi
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.driver import Driver
+from metaquorum.runtime.features import handle_update_features
 from metaquorum.runtime.produce import PRODUCE_API_KEY
 from metaquorum.runtime.records_bridge import batches_for_entries, clip_batches
 from metaquorum.runtime.server import KafkaServer
@@ -165,7 +167,17 @@ class NodeRuntime:
         key, version = request.api_key, request.api_version
         message: Any
         if key == ApiKeys.API_VERSIONS:
-            message = api_versions_response(version)
+            core = self.driver.node
+            hw = core.high_watermark
+            message = api_versions_response(
+                version,
+                kraft_version=core.control.latest_kraft_version(),
+                features_epoch=-1 if hw is None else hw - 1,
+            )
+        elif key == ApiKeys.UPDATE_FEATURES:
+            message = await handle_update_features(
+                self.driver, self.driver.kraft_upgrades, request.message, version
+            )
         elif key == ApiKeys.DESCRIBE_CLUSTER:
             message = describe_cluster_response(
                 request.message,

@@ -93,6 +93,9 @@ class Simulation:
         self.removed_leader_since: dict[tuple[int, int], int] = {}
         self.committed_scanned = 0
         self.disks = {n: MemoryDisk() for n in self.all_ids}
+        # KIP-853 bootstrap servers: a request to a pseudo-id goes to the node at its endpoint
+        # and its answer comes back from the pseudo-id (sim/membership.py `route`).
+        self.pseudo: dict[tuple[int, int], int] = {}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}
         self.incarnation = dict.fromkeys(self.all_ids, 0)
         self.paused_until = dict.fromkeys(self.all_ids, 0)
@@ -153,6 +156,7 @@ class Simulation:
             kraft_version=self.params.kraft_version,
             local_directory_id=self.directory_ids[nid],
             local_endpoints=(membership.endpoint_of(nid),) if self.kraft1 else (),
+            bootstrap_servers=membership.bootstrap_servers(self),
         )
         self.nodes[nid] = node
         self.checker.on_restart(nid)
@@ -198,9 +202,10 @@ class Simulation:
                 msg = eff.message
                 if isinstance(msg, FetchRequestData):
                     checker.on_fetch_sent(nid, msg.topics[0].partitions[0].fetch_offset, disk)
-                times = self.net.deliveries(nid, eff.destination, now)
+                dest = membership.route(self, nid, eff)
+                times = self.net.deliveries(nid, dest, now)
                 for t in times:
-                    self.push(t, REQUEST, eff.destination, (nid, eff.correlation_id, msg))
+                    self.push(t, REQUEST, dest, (nid, eff.correlation_id, msg))
                 if not times and self.net.lossy_drop:
                     # A lost message on a live connection: the sender sees the disconnect.
                     t = now + self.params.link.delay_max_ms
@@ -216,11 +221,12 @@ class Simulation:
                     membership.admin_answer(self, eff.correlation_id, msg)
                     continue
                 times = self.net.deliveries(nid, dst, now)
+                src = self.pseudo.get((dst, eff.correlation_id), nid)
                 for t in times:
-                    self.push(t, RESPONSE, dst, (nid, eff.correlation_id, msg, eff.entries))
+                    self.push(t, RESPONSE, dst, (src, eff.correlation_id, msg, eff.entries))
                 if not times and self.net.lossy_drop:
                     t = now + self.params.link.delay_max_ms
-                    self.push(t, FAILED, dst, (None, nid, eff.correlation_id))
+                    self.push(t, FAILED, dst, (None, src, eff.correlation_id))
             elif isinstance(eff, AppendEntries):
                 disk.append(eff.entries)
                 checker.on_append(nid, disk, eff.entries)
@@ -349,7 +355,7 @@ class Simulation:
                         continue
                     # Connection refused: the requester learns it after one more hop.
                     t2 = t + self.params.link.delay_min_ms
-                    self.push(t2, FAILED, src, (None, nid, cid))
+                    self.push(t2, FAILED, src, (None, self.pseudo.get((src, cid), nid), cid))
                     continue
                 self._vote_request = msg if isinstance(msg, VoteRequestData) else None
                 self.record(f"{t} rq {src}>{nid} {cid & 0xFFFFFFFF} {type(msg).__name__}\n")

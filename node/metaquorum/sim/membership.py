@@ -28,6 +28,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
+from metaquorum.core.effects import SendRequest
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import EntryKind, LogEntry
 from metaquorum.core.node import RaftNode
@@ -51,6 +52,22 @@ LISTENER = "CONTROLLER"
 
 def endpoint_of(nid: int) -> ListenerEndpoint:
     return ListenerEndpoint(LISTENER, f"node-{nid}", 9000 + nid)
+
+
+def bootstrap_servers(sim: Simulation) -> tuple[ListenerEndpoint, ...]:
+    """kraft.version 1 mixes: every replica is configured with every node's address as
+    `controller.quorum.bootstrap.servers` (the core discovers the leader through pseudo-ids)."""
+    return tuple(endpoint_of(n) for n in sim.all_ids) if sim.kraft1 else ()
+
+
+def route(sim: Simulation, nid: int, request: SendRequest) -> int:
+    """The replica a request goes to: a pseudo-id (< -1) is the node at its endpoint, and the
+    answer is to come back from the pseudo-id (`sim.pseudo`)."""
+    if request.destination >= -1 or request.endpoint is None:
+        return request.destination
+    real = request.endpoint.port - 9000
+    sim.pseudo[(nid, request.correlation_id)] = request.destination
+    return real
 
 
 def new_directory_id(sim: Simulation) -> str:

@@ -50,6 +50,10 @@ from metaquorum.protocol.messages.control import (
 )
 from metaquorum.protocol.messages.quorum_state import QuorumStateData
 from metaquorum.protocol.messages.produce import ProduceRequestData, ProduceResponseData
+from metaquorum.protocol.messages.update_features import (
+    UpdateFeaturesRequestData,
+    UpdateFeaturesResponseData,
+)
 
 MESSAGES: dict[str, type[KafkaMessage]] = {
     "RequestHeader": RequestHeaderData,
@@ -84,6 +88,8 @@ MESSAGES: dict[str, type[KafkaMessage]] = {
     "QuorumStateData": QuorumStateData,
     "ProduceRequest": ProduceRequestData,
     "ProduceResponse": ProduceResponseData,
+    "UpdateFeaturesRequest": UpdateFeaturesRequestData,
+    "UpdateFeaturesResponse": UpdateFeaturesResponseData,
 }
 
 REQUESTS: dict[int, type[KafkaMessage]] = {
@@ -99,6 +105,7 @@ REQUESTS: dict[int, type[KafkaMessage]] = {
     81: RemoveRaftVoterRequestData,
     82: UpdateRaftVoterRequestData,
     0: ProduceRequestData,
+    57: UpdateFeaturesRequestData,
 }
 
 RESPONSES: dict[int, type[KafkaMessage]] = {
@@ -114,6 +121,7 @@ RESPONSES: dict[int, type[KafkaMessage]] = {
     81: RemoveRaftVoterResponseData,
     82: UpdateRaftVoterResponseData,
     0: ProduceResponseData,
+    57: UpdateFeaturesResponseData,
 }
 
 __all__ = [
@@ -144,6 +152,8 @@ __all__ = [
     "ResponseHeaderData",
     "SnapshotFooterRecord",
     "SnapshotHeaderRecord",
+    "UpdateFeaturesRequestData",
+    "UpdateFeaturesResponseData",
     "UpdateRaftVoterRequestData",
     "UpdateRaftVoterResponseData",
     "VoteRequestData",

@@ -21,6 +21,7 @@ from metaquorum.protocol.schema import (
     quorum_epoch,
     quorum_state,
     raft_voters,
+    update_features,
     vote,
 )
 from metaquorum.protocol.schema.dsl import Field, Message, Struct, Versions
@@ -38,6 +39,7 @@ FAMILIES: dict[str, tuple[Message, ...]] = {
     "control": control.MESSAGES,
     "quorum_state": quorum_state.MESSAGES,
     "produce": produce.MESSAGES,
+    "update_features": update_features.MESSAGES,
 }
 
 ALL: tuple[Message, ...] = tuple(m for family in FAMILIES.values() for m in family)
