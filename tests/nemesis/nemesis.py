@@ -47,7 +47,8 @@ KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk"
 # docs/nemesis.md, "Findings"), so it is not in the default set that `make test` runs.
 EXTRA_KINDS = ("clock-back",)
 # Only on a dynamic quorum (KIP-853): a voter removed with remove-controller (auto-join adds it
-# back); opt-in (`--with-wipe`, see docs/nemesis.md): a wiped voter back under a new directory id.
+# back); opt-in (`--with-wipe`, docs/nemesis.md Findings): a voter's disk wiped (it comes back
+# under a new directory id by auto-join).
 DYNAMIC_KINDS = ("remove",)
 WIPE_KINDS = ("wipe",)
 PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back", "wipe", "remove")
@@ -70,6 +71,8 @@ SCENARIOS = {
     "pause-leader": [Fault(3.0, "pause", "leader", 5.0)],
     # (dynamic) a wiped voter rejoins by auto-join, then is killed and restarted on its new disk.
     "wipe-then-restart": [Fault(3.0, "wipe", "3", 1.0), Fault(6.0, "kill", "3", 1.0)],
+    # (dynamic) the leader's disk is wiped: the next leader is elected while it is away.
+    "wipe-leader": [Fault(3.0, "wipe", "leader", 1.0)],
     # The leader's clock goes back 10 s while it is cut off: its read lease and its
     # check-quorum timer are measured on that clock.
     "clock-back-isolate-leader": [

@@ -4,9 +4,10 @@
   harness has (kill -9, pause, isolate, bridge, one-way, loss, slow link, fsync EIO), checked
   by porcupine and the ledger; any violation fails the test and names the run directory and
   the command that re-runs the seed.
-- Two known findings, kept visible as expected failures: a leader whose clock steps back
-  10 s while it is cut off serves stale reads (scenario `clock-back-isolate-leader`); a wiped
-  voter that rejoined by auto-join never catches up after a restart (`wipe-then-restart`).
+- A known finding, kept visible as an expected failure: a leader whose clock steps back 10 s
+  while it is cut off serves stale reads (scenario `clock-back-isolate-leader`); and the
+  regression test of a fixed one: a wiped voter that rejoined by auto-join catches up after a
+  restart (`wipe-then-restart`).
 - The checker can fail: the same harness against a deliberately broken node (injected from
   the test: tests/nemesis/node_shim.py) reports the violation, and porcupine's
   visualisation is kept in the run directory.
@@ -124,12 +125,8 @@ def test_a_leader_whose_clock_steps_back_serves_no_stale_read() -> None:
     assert s["ok"], _why(s)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="finding (docs/nemesis.md): a voter formatted --no-initial-controllers that joined by "
-    "auto-join starts with no voter endpoints after a restart and never fetches again",
-)
 def test_a_wiped_voter_that_rejoined_survives_a_restart() -> None:
+    """Found by this tier (docs/nemesis.md, Findings), fixed in main 1ddc54f."""
     s = run(
         1,
         20,
