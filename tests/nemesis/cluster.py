@@ -60,6 +60,7 @@ class Cluster:
     ) -> None:
         self.dynamic = dynamic
         self.cluster_id = ""
+        self.clock_ms: dict[int, int] = {}
         self.base, self.net, self.fiu_bin = base, net, fiu_bin
         self.ids = sorted(net.ns)
         self.env = dict(os.environ, **({"MQ_NEMESIS_BROKEN": broken} if broken else {}))
@@ -170,11 +171,14 @@ class Cluster:
     def clock_file(self, i: int) -> Path:
         return self.dir(i) / "clock-offset-ms"
 
-    def set_clock(self, i: int, offset_ms: int) -> None:
-        """Jump node i's clock to real time + `offset_ms` (tests/nemesis/node_shim.py)."""
+    def jump_clock(self, i: int, delta_ms: int) -> int:
+        """Step node i's clock by `delta_ms` (tests/nemesis/node_shim.py reads the offset from
+        real time; it survives restarts); the new offset."""
+        self.clock_ms[i] = self.clock_ms.get(i, 0) + delta_ms
         tmp = self.clock_file(i).with_suffix(".tmp")
-        tmp.write_text(f"{offset_ms}\n")
+        tmp.write_text(f"{self.clock_ms[i]}\n")
         tmp.rename(self.clock_file(i))
+        return self.clock_ms[i]
 
     def alive(self, i: int) -> bool:
         p = self.procs.get(i)

@@ -20,8 +20,9 @@ Kinds:
 - wipe (dynamic quorums only, opt-in): kill -9, the data dir deleted and formatted again with a new
   directory id, restarted; auto-join replaces the old voter; the lane waits until it is a voter
   again (60 s, else a finding);
-- clock-fwd / clock-back: the node's clock (the one the core and the read lease read, through
-  the shim's seam) jumps 2-10 s forward / back, and returns to real time at the end.
+- clock-fwd: the node's clock (the one the core and the read lease read, through the shim's
+  seam) steps 2-10 s forward and stays there (stepping back to real time would be a backward
+  step); clock-back (opt-in): it steps 2-10 s back, and forward again at the end.
 The clients always reach every node: only links between nodes are cut.
 Composed (`compose=True`, as `make nemesis` runs): a process lane (kill, pause, disk) and a
 network lane side by side, so faults overlap across lanes, never within one.
@@ -134,7 +135,9 @@ class Nemesis:
         """Each lane on its own thread; returns when every lane is done."""
         lanes = sorted({f.lane for f in faults})
         threads = [
-            threading.Thread(target=self._run_lane, args=([f for f in faults if f.lane == n], t0))
+            threading.Thread(
+                target=self._run_lane, args=([f for f in faults if f.lane == n], t0), daemon=True
+            )
             for n in lanes
         ]
         for t in threads:
@@ -149,7 +152,7 @@ class Nemesis:
             start = time.time_ns()
             what = self._inject(f.kind, node, f.clock_ms)
             time.sleep(f.hold_s)
-            self._heal(f.kind, node)
+            self._heal(f.kind, node, f.clock_ms)
             with self._lock:
                 self._log(start, time.time_ns(), f.kind, node, what)
                 self.injected[f.kind] = self.injected.get(f.kind, 0) + 1
@@ -201,17 +204,19 @@ class Nemesis:
         if kind == "remove":
             return f"remove-controller node {node}: {self.c.remove_voter(node)}"
         if kind.startswith("clock"):
-            self.c.set_clock(node, clock_ms)
-            return f"node {node}'s clock jumps {clock_ms:+d} ms"
+            now = self.c.jump_clock(node, clock_ms)
+            return f"node {node}'s clock jumps {clock_ms:+d} ms (now {now:+d} ms from real time)"
         raise ValueError(f"unknown fault kind {kind}")
 
-    def _heal(self, kind: str, node: int) -> None:
+    def _heal(self, kind: str, node: int, clock_ms: int = 0) -> None:
         if kind == "kill":
             self.c.start(node)
         elif kind == "pause":
             self.c.signal(node, signal.SIGCONT)
-        elif kind.startswith("clock"):
-            self.c.set_clock(node, 0)
+        elif kind == "clock-back":
+            self.c.jump_clock(node, -clock_ms)  # forward again, to where it was
+        elif kind == "clock-fwd":
+            pass  # stays ahead: going back to real time would be a backward step
         elif kind in ("wipe", "remove"):
             # Not before it is a voter again (auto-join): a second wipe before that would
             # leave no majority of the voter set, which no system survives.
@@ -239,7 +244,6 @@ class Nemesis:
     def heal_all(self) -> None:
         self.c.net.heal()
         for i in self.c.ids:
-            self.c.set_clock(i, 0)
             self.c.signal(i, signal.SIGCONT)
             if not self.c.alive(i):
                 self.c.start(i)

@@ -108,6 +108,7 @@ def run(
     nemesis = Nemesis(cluster, out / "nemesis.jsonl")
     (out / "nemesis.jsonl").touch()
     hw: dict[int, int] = {}
+    client: subprocess.Popen[str] | None = None
     try:
         net.create()
         cluster.setup(str(Uuid.random()))
@@ -135,6 +136,9 @@ def run(
             summary["recovery"] = str(e)
             hw = {i: h for i, h in e.hws.items() if h > 0}
     finally:
+        if client is not None and client.poll() is None:
+            client.kill()  # interrupted: the clients must not outlive the run
+            client.wait(10)
         try:
             nemesis.heal_all()
         except (RuntimeError, OSError) as e:
