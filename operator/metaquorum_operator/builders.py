@@ -93,9 +93,12 @@ def node_properties(spec: QuorumSpec, names: Names, voters: int | None = None) -
         props.update(
             {
                 "ssl.keystore.type": "PEM",
-                "ssl.keystore.location": f"{TLS_DIR}/tls.key",
+                # Kafka's PEM keystore file: the private key and the chain in one file
+                # (cert-manager: additionalOutputFormats CombinedPEM). Mutual TLS, as Strimzi.
+                "ssl.keystore.location": f"{TLS_DIR}/tls-combined.pem",
                 "ssl.truststore.type": "PEM",
                 "ssl.truststore.location": f"{TLS_DIR}/ca.crt",
+                "ssl.client.auth": "required",
             }
         )
     props.update(spec.config)

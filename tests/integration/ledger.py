@@ -14,6 +14,7 @@ Unknown attempts may be in the log or not (each at most once).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ class Ledger:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     errors: list[str] = field(default_factory=list)
+    tls: Callable[[], ssl.SSLContext] | None = None  # a quorum on SSL: the client context
 
     def start(self) -> Ledger:
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
@@ -72,7 +74,7 @@ class Ledger:
 
     async def _writer(self, w: int) -> None:
         self.order[w] = []
-        client = LogClient(self.endpoints(), timeout_s=0.0, request_timeout_s=5)
+        client = LogClient(self.endpoints(), timeout_s=0.0, request_timeout_s=5, tls=self.tls)
         attempt = 0
         try:
             while not self._stop.is_set():
@@ -84,7 +86,9 @@ class Ledger:
                     self.unknown.add(value)
                     self.errors.append(f"{value!r}: {e}")
                     await client.close()
-                    client = LogClient(self.endpoints(), timeout_s=0.0, request_timeout_s=5)
+                    client = LogClient(
+                        self.endpoints(), timeout_s=0.0, request_timeout_s=5, tls=self.tls
+                    )
                     await asyncio.sleep(0.05)
                     continue
                 self.acked[value] = offset
@@ -99,7 +103,7 @@ class Ledger:
         return asyncio.run(self._check())
 
     async def _check(self) -> LedgerResult:
-        client = LogClient(self.endpoints(), timeout_s=30)
+        client = LogClient(self.endpoints(), timeout_s=30, tls=self.tls)
         try:
             _, _, hw = await client.read(0, max_wait_ms=0)
             seen: dict[bytes, list[int]] = {}

@@ -8,11 +8,14 @@ metadata, with tenacity's bounded exponential backoff.
 
 Invariants: a DescribeQuorum reply is accepted only with exactly one topic `__cluster_metadata`
 holding exactly partition 0 and no error (as the Java client checks); `AdminError` carries a
-one-line message fit for a CLI.
+one-line message fit for a CLI. With `tls` (a client config's `security.protocol=SSL`,
+net/tls.py) every connection is TLS; a refused handshake fails at once, not retried.
 """
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +26,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from metaquorum.net.connection import KafkaConnection
+from metaquorum.net.connection import KafkaConnection, TlsError
 from metaquorum.net.endpoint import Endpoint, parse_endpoint
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
@@ -89,8 +92,15 @@ def _endpoint_str(name: str, host: str, port: int) -> str:
 
 
 class AdminClient:
-    def __init__(self, bootstrap: list[Endpoint], *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap: list[Endpoint],
+        *,
+        timeout_s: float = 30.0,
+        tls: Callable[[], ssl.SSLContext] | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.tls = tls
         self.timeout_s = timeout_s
         self.request_timeout_s = min(5.0, timeout_s)
         self._connections: dict[tuple[str, int], KafkaConnection] = {}
@@ -99,7 +109,9 @@ class AdminClient:
     def _conn(self, ep: Endpoint) -> KafkaConnection:
         key = (ep.host, ep.port)
         if key not in self._connections:
-            self._connections[key] = KafkaConnection(ep.host, ep.port, client_id="metaquorum-admin")
+            self._connections[key] = KafkaConnection(
+                ep.host, ep.port, client_id="metaquorum-admin", tls=self.tls
+            )
         return self._connections[key]
 
     async def close(self) -> None:
@@ -109,6 +121,10 @@ class AdminClient:
     async def _request(self, ep: Endpoint, api_key: int, version: int, message: Any) -> Any:
         try:
             return await self._conn(ep).request(api_key, version, message, self.request_timeout_s)
+        except TlsError as e:
+            if e.certain:  # a certificate refused: retrying will not change it
+                raise AdminError(f"{e} (check the ssl.* settings of --command-config)") from None
+            raise RetriableAdminError(str(e)) from None
         except (ConnectionError, TimeoutError, OSError) as e:
             raise RetriableAdminError(f"{ep}: {e or type(e).__name__}") from None
         except ProtocolError as e:

@@ -14,6 +14,7 @@ deduplicate by content.
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -53,10 +54,11 @@ class LogClient:
         *,
         timeout_s: float = 30.0,
         request_timeout_s: float = 10,
+        tls: Callable[[], ssl.SSLContext] | None = None,
         topic: RaftTopic = METADATA_RAFT_TOPIC,
     ) -> None:
         self.topic = topic  # the raft topic (another only beside Kafka's TestRaftServer)
-        self.admin = AdminClient(bootstrap, timeout_s=timeout_s)
+        self.admin = AdminClient(bootstrap, timeout_s=timeout_s, tls=tls)
         self.admin.request_timeout_s = request_timeout_s
         self.timeout_s = timeout_s
         self._leader: Endpoint | None = None

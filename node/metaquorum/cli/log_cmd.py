@@ -11,16 +11,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from metaquorum.admin.client import AdminError, parse_bootstrap
 from metaquorum.admin.log_client import LogClient
+from metaquorum.net.endpoint import ConfigError
+from metaquorum.net.tls import command_config_tls
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("log", help="append to / read the replicated log")
     parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,...]")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="F",
+        help="client properties (security.protocol=SSL, ssl.*)",
+    )
     sub = parser.add_subparsers(dest="log_command", metavar="SUBCOMMAND")
     sub.required = True
     p = sub.add_parser("append", help="append values (one record each) and wait for commit")
@@ -33,7 +42,11 @@ def register(subparsers: Any) -> None:
 
 
 def _client(args: argparse.Namespace) -> LogClient:
-    return LogClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout)
+    try:
+        tls = command_config_tls(args.command_config) if args.command_config else None
+    except ConfigError as e:
+        raise AdminError(str(e)) from None
+    return LogClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout, tls=tls)
 
 
 async def _do_append(args: argparse.Namespace) -> int:

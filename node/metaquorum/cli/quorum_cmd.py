@@ -4,6 +4,9 @@ output layout of Kafka's `kafka-metadata-quorum` (reference §6.2-§6.4), and (K
 the directory id of its formatted `metadata.log.dir`) and `remove-controller --controller-id N
 --controller-directory-id U`, printed as Kafka's tool prints them.
 
+`--command-config F` (Kafka's flag): the client's `security.protocol=SSL` and `ssl.*` settings
+(net/tls.py), e.g. a client certificate for a quorum with `ssl.client.auth=required`.
+
 Exit codes: 0 ok; 1 the quorum could not be described or changed (one line on stderr: what and
 the fix); 2 usage error (argparse).
 """
@@ -20,6 +23,7 @@ from metaquorum.admin.client import AdminClient, AdminError, parse_bootstrap
 from metaquorum.admin.describe import format_replication, format_status
 from metaquorum.admin.reconfig import Listener, add_controller, remove_controller
 from metaquorum.net.endpoint import ConfigError
+from metaquorum.net.tls import command_config_tls
 from metaquorum.protocol.types import Uuid
 from metaquorum.runtime.config import load_config
 from metaquorum.storage.meta_properties import read_meta_properties
@@ -36,6 +40,12 @@ def register(subparsers: Any) -> None:
         help="controller endpoints to bootstrap from",
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="F",
+        help="client properties: security.protocol=SSL and ssl.* (as Kafka's tool)",
+    )
     sub = parser.add_subparsers(dest="quorum_command", metavar="SUBCOMMAND")
     sub.required = True
     p = sub.add_parser("describe", help="describe the metadata quorum")
@@ -52,8 +62,18 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=_remove_controller)
 
 
+def _client(args: argparse.Namespace) -> AdminClient:
+    """The admin client of `--bootstrap-controller` and `--command-config` (AdminError when
+    the command config cannot be read or is refused)."""
+    try:
+        tls = command_config_tls(args.command_config) if args.command_config else None
+    except ConfigError as e:
+        raise AdminError(str(e)) from None
+    return AdminClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout, tls=tls)
+
+
 async def _run(args: argparse.Namespace) -> str:
-    client = AdminClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout)
+    client = _client(args)
     try:
         if args.status:
             cluster = await client.describe_cluster()
@@ -79,7 +99,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 def _change(args: argparse.Namespace, what: str, change: Any) -> int:
     async def run() -> None:
-        client = AdminClient(parse_bootstrap(args.bootstrap_controller), timeout_s=args.timeout)
+        client = _client(args)
         try:
             await change(client)
         finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from metaquorum.net.endpoint import ConfigError
+from metaquorum.net.tls import TlsContexts
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.runtime.config import load_config
 
@@ -76,7 +77,13 @@ async def _main(config: Any) -> int:
     runtime = NodeRuntime(config)
     http = None
     if config.http_listener is not None:
-        http = await start_http(runtime, config.http_listener.host, config.http_listener.port)
+        http = await start_http(
+            runtime,
+            config.http_listener.host,
+            config.http_listener.port,
+            snapshot_enabled=config.http_snapshot_enabled,
+            tls=TlsContexts.shared(config.http_tls).server() if config.http_tls else None,
+        )
     try:
         return await serve(runtime)
     finally:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 import sys
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from metaquorum.net.endpoint import ConfigError, parse_endpoint
+from metaquorum.net.tls import command_config_tls
 from metaquorum.storage.snapshots import OffsetAndEpoch, snapshot_file_name
 
 PROG = "metaquorum snapshot create"
@@ -43,20 +46,30 @@ def register(subparsers: Any) -> None:
         help="the node's HTTP listener (its metaquorum.http.listener)",
     )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    p.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="F",
+        help="security.protocol=SSL and ssl.truststore.*: HTTPS (metaquorum.http.ssl.enable)",
+    )
     p.set_defaults(func=_create)
 
 
-async def create_snapshot(host: str, port: int, timeout_s: float) -> OffsetAndEpoch:
-    """POST /snapshot to the node; the snapshot id it wrote, or SnapshotError."""
-    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/snapshot"
+async def create_snapshot(
+    host: str, port: int, timeout_s: float, tls: ssl.SSLContext | None = None
+) -> OffsetAndEpoch:
+    """POST /snapshot to the node (HTTPS with `tls`); the snapshot id it wrote, or
+    SnapshotError."""
+    scheme = "http" if tls is None else "https"
+    url = f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/snapshot"
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(url) as response,
+            session.post(url, ssl=tls if tls is not None else True) as response,
         ):
             status = response.status
-            body = await response.json(content_type=None) if status in (200, 409) else None
+            body = await response.json(content_type=None) if status in (200, 403, 409) else None
     except (aiohttp.ClientError, TimeoutError) as e:
         raise SnapshotError(
             f"cannot reach {url} ({type(e).__name__}): check --http names the node's "
@@ -68,6 +81,11 @@ async def create_snapshot(host: str, port: int, timeout_s: float) -> OffsetAndEp
         raise SnapshotError(
             "nothing new committed since the last snapshot: append records first "
             "(metaquorum log append) and retry"
+        )
+    if status == 403:
+        raise SnapshotError(
+            f"{url} refused: POST /snapshot is off on that node: set "
+            "metaquorum.http.snapshot.enable=true in its config and restart it"
         )
     if status == 404:
         raise SnapshotError(f"{url} has no snapshot endpoint: point --http at a metaquorum node")
@@ -84,7 +102,9 @@ def _create(args: argparse.Namespace) -> int:
         endpoint = parse_endpoint(args.http, "--http")
         if args.timeout <= 0:
             raise SnapshotError("--timeout must be > 0 seconds")
-        snapshot_id = asyncio.run(create_snapshot(endpoint.host, endpoint.port, args.timeout))
+        provider = command_config_tls(args.command_config) if args.command_config else None
+        tls = provider() if provider is not None else None
+        snapshot_id = asyncio.run(create_snapshot(endpoint.host, endpoint.port, args.timeout, tls))
     except ConfigError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1

@@ -1,7 +1,10 @@
 """`metaquorum storage`: random-uuid, format and info, as Kafka's `kafka-storage.sh` (reference
 §6.5; KIP-853 bootstrap of a dynamic quorum).
 
-Exit codes: 0 ok, 1 bad input or a refused format (one line on stderr naming the fix).
+Exit codes: 0 ok, 1 bad input or a refused format (one line on stderr naming the fix). A config
+whose controller listener security settings the node would refuse (SASL, a JKS keystore, an
+unknown protocol, a listener missing from `listener.security.protocol.map`: net/tls.py) is
+refused here too, before anything is written.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from metaquorum.net.endpoint import ConfigError
+from metaquorum.net.tls_settings import server_tls_settings
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.types import Uuid
 from metaquorum.runtime.config import env_overrides
@@ -21,7 +26,7 @@ from metaquorum.storage.formatter import (
     format_storage,
     parse_initial_controllers,
 )
-from metaquorum.storage.meta_properties import read_meta_properties
+from metaquorum.storage.meta_properties import parse_properties, read_meta_properties
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +56,22 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_info)
 
 
+def _check_security(path: Path) -> None:
+    """The node's start-up refusals of its listener's security settings (files not loaded:
+    certificates may be mounted only where the node runs)."""
+    try:
+        props = parse_properties(path.read_text(encoding="utf-8"))
+    except OSError:
+        return  # ServerConfig.load reports it
+    props.update(env_overrides(os.environ))
+    names = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
+    if names:
+        try:
+            server_tls_settings(props, names[0])
+        except ConfigError as e:
+            raise FormatterError(str(e)) from None
+
+
 def _random_uuid(args: argparse.Namespace) -> int:
     print(Uuid.random())
     return 0
@@ -61,6 +82,7 @@ def _format(args: argparse.Namespace) -> int:
         # The same METAQUORUM_<KEY> overrides `server start` applies, so a pod formats the
         # directory it will run on.
         config = ServerConfig.load(args.config, env_overrides(os.environ))
+        _check_security(args.config)
         initial = (
             parse_initial_controllers(args.initial_controllers)
             if args.initial_controllers is not None
@@ -95,6 +117,7 @@ def _info(args: argparse.Namespace) -> int:
         # The same METAQUORUM_<KEY> overrides `server start` applies, so a pod formats the
         # directory it will run on.
         config = ServerConfig.load(args.config, env_overrides(os.environ))
+        _check_security(args.config)
         for d in config.all_dirs:
             meta = read_meta_properties(d)
             if meta is None:

@@ -88,6 +88,24 @@ def endpoint_of(node: RaftNode, replica_id: int) -> ListenerEndpoint | None:
     return None
 
 
+def learn_leader_endpoint(
+    node: RaftNode, leader_id: int, epoch: int, endpoint: ListenerEndpoint | None
+) -> None:
+    """Kafka's `maybeTransition` "the replica has discovered more endpoints": a follower of
+    this epoch's leader that does not know where the leader is (it learned the leader from an
+    answer without NodeEndpoints, before it had the voter set) takes the endpoint an answer
+    names; without it such an observer would ask the bootstrap servers forever."""
+    st = node.state
+    if (
+        endpoint is not None
+        and isinstance(st, FollowerState)
+        and st.epoch == epoch
+        and st.leader_id == leader_id
+        and st.leader_endpoint is None
+    ):
+        node.update_state(replace(st, leader_endpoint=endpoint))
+
+
 def leader_send_endpoint(node: RaftNode, st: FollowerState) -> ListenerEndpoint | None:
     """The endpoint to send with a request to the leader: only when the runtime cannot know
     it from the voter set (the leader is not a voter this replica knows of)."""
@@ -111,11 +129,17 @@ def fetch_response_endpoints(node: RaftNode) -> list[FetchResponseData.NodeEndpo
     """The leader's endpoint for a Fetch response's NodeEndpoints (v16+; the runtime strips
     it below): an observer that found this replica through a bootstrap address learns where
     the leader is."""
-    leader = node.leader_id
-    if leader < 0:
-        return []
-    if not isinstance(node.state, LeaderState | FollowerState):
-        return []
+    st = node.state
+    if isinstance(st, LeaderState):  # the hot path: built once per leadership
+        if st.data.fetch_endpoints is None:
+            st.data.fetch_endpoints = _node_endpoints(node, node.local_id)
+        return st.data.fetch_endpoints
+    if isinstance(st, FollowerState):
+        return _node_endpoints(node, st.leader_id)
+    return []
+
+
+def _node_endpoints(node: RaftNode, leader: int) -> list[FetchResponseData.NodeEndpoint]:
     ep = endpoint_of(node, leader)
     if ep is None:
         return []

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 class LeaderData:
     __slots__ = (
         "accumulator",
+        "fetch_endpoints",
         "fetched_voters",
         "pending_appends",
         "pending_change",
@@ -60,6 +61,8 @@ class LeaderData:
         # themselves by UpdateRaftVoter (kraft.version 0 only), and the version being written.
         self.volatile_voters: VoterSet | None = None
         self.upgrading_to: int | None = None
+        # The NodeEndpoints every Fetch response of this leadership carries (discovery.py).
+        self.fetch_endpoints: list[Any] | None = None
 
     @classmethod
     def empty(cls) -> LeaderData:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from metaquorum.core.discovery import learn_leader_endpoint
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.types import Uuid
@@ -131,6 +132,8 @@ def maybe_handle_common_response(
     the leader and appends in the same Fetch: no extra round trip)."""
     if epoch < node.epoch or error == Errors.UNKNOWN_LEADER_EPOCH:
         return True
+    if epoch == node.epoch and leader_id >= 0:
+        learn_leader_endpoint(node, leader_id, epoch, endpoint)
     if epoch > node.epoch or error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
         node.maybe_transition(leader_id, epoch, endpoint)
         return True

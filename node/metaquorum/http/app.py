@@ -8,12 +8,16 @@ the latencies and rates windowed as Kafka's (runtime/raft_metrics.py).
 /healthz is 200 while the driver runs; /readyz 200 when a leader is known and this replica is
 caught up (else 503 with the reason); /status the JSON of `node_status`; POST /snapshot
 snapshots the state machine now (the node side of `snapshot create`: 200 with the snapshot id,
-409 when nothing new is committed).
+409 when nothing new is committed) only when `metaquorum.http.snapshot.enable=true`, else 403
+naming that key: this listener has no authentication, so the one mutating endpoint is off
+unless asked for (bind the listener to loopback, `metaquorum.http.listener=127.0.0.1:P`, to keep
+even the read-only endpoints off the network).
 Invariants: the GET endpoints only read; every value is read from the driver at request time.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 
 from aiohttp import web
@@ -105,7 +109,7 @@ def windowed_metrics(driver: Driver) -> Iterator[Metric]:
         )
 
 
-def build_app(runtime: NodeRuntime) -> web.Application:
+def build_app(runtime: NodeRuntime, *, snapshot_enabled: bool = False) -> web.Application:
     registry = CollectorRegistry()
     registry.register(RaftCollector(runtime))
 
@@ -126,6 +130,11 @@ def build_app(runtime: NodeRuntime) -> web.Application:
         return web.json_response(node_status(runtime.driver))
 
     async def snapshot(_: web.Request) -> web.Response:
+        if not snapshot_enabled:
+            return web.json_response(
+                {"error": "POST /snapshot is off: set metaquorum.http.snapshot.enable=true"},
+                status=403,
+            )
         done = await runtime.driver.snapshot_now()
         if done is None:
             return web.json_response({"error": "nothing new committed to snapshot"}, status=409)
@@ -144,9 +153,17 @@ def build_app(runtime: NodeRuntime) -> web.Application:
     return app
 
 
-async def start_http(runtime: NodeRuntime, host: str, port: int) -> web.AppRunner:
-    runner = web.AppRunner(build_app(runtime), access_log=None)
+async def start_http(
+    runtime: NodeRuntime,
+    host: str,
+    port: int,
+    *,
+    snapshot_enabled: bool = False,
+    tls: ssl.SSLContext | None = None,
+) -> web.AppRunner:
+    """`tls`: HTTPS (`metaquorum.http.ssl.enable`), with the certificates net/tls.py reloads."""
+    runner = web.AppRunner(build_app(runtime, snapshot_enabled=snapshot_enabled), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=tls)
     await site.start()
     return runner

@@ -14,22 +14,37 @@ Invariants:
 - after a failed connect the next attempt waits `backoff_ms`, doubling up to `backoff_max_ms`,
   and resets on success; every pending request fails with `ConnectionError` when the
   connection drops or a response frame is malformed;
-- a callback or future is completed exactly once.
+- a callback or future is completed exactly once;
+- with `tls` every connection is TLS with the context `tls()` returns at connect time (the
+  host name as given, not the resolved address, is the one verified); a failed handshake
+  raises `TlsError` naming the reason (a `ConnectionError`, with the same backoff).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
+from metaquorum.net.tls import handshake_reason
 from metaquorum.net.wire import SIZE, FrameReader, decode_response, encode_request
 from metaquorum.protocol.errors import ProtocolError
 
 # The outcome of one request: the decoded response, or the exception it failed with.
 OnResponse = Callable[[Any, BaseException | None], None]
+
+
+class TlsError(ConnectionError):
+    """A TLS handshake with the remote end failed (its reason in one phrase). `certain` is
+    False when it is inferred: a TLS 1.3 server closing a new connection before any answer
+    (how a refused client certificate looks from here, and also a server dying just then)."""
+
+    def __init__(self, message: str, *, certain: bool = True) -> None:
+        super().__init__(message)
+        self.certain = certain
 
 
 class _Pending:
@@ -50,8 +65,10 @@ class _ResponseReader(asyncio.Protocol):
     def __init__(self, conn: KafkaConnection) -> None:
         self.conn = conn
         self.frames = FrameReader(conn.max_frame_bytes, min_size=4)  # at least a correlation id
+        self.answered = False  # any byte from the server on this connection yet
 
     def data_received(self, data: bytes) -> None:
+        self.answered = True
         try:
             frames = self.frames.feed(data)
         except ProtocolError as e:
@@ -78,6 +95,7 @@ class KafkaConnection:
         backoff_max_ms: int = 1000,
         max_frame_bytes: int = 100 * 1024 * 1024,
         connect_timeout_s: float = 2.0,
+        tls: Callable[[], ssl.SSLContext] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -86,6 +104,7 @@ class KafkaConnection:
         self.backoff_max_ms = backoff_max_ms
         self.max_frame_bytes = max_frame_bytes
         self.connect_timeout_s = connect_timeout_s
+        self.tls = tls
         self._transport: asyncio.Transport | None = None
         self._protocol: _ResponseReader | None = None
         self._pending: dict[int, _Pending] = {}
@@ -121,6 +140,10 @@ class KafkaConnection:
                 self._failures += 1
                 delay = min(self.backoff_max_ms, self.backoff_ms * 2 ** (self._failures - 1))
                 self._not_before = time.monotonic() + delay / 1000
+                if isinstance(e, ssl.SSLError):
+                    raise TlsError(
+                        f"TLS handshake with {self.host}:{self.port} failed: {handshake_reason(e)}"
+                    ) from None
                 raise ConnectionError(f"cannot connect to {self.host}:{self.port}: {e}") from None
             self._failures = 0
             self._transport = transport
@@ -135,11 +158,24 @@ class KafkaConnection:
             socket.getaddrinfo, self.host, self.port, 0, socket.SOCK_STREAM
         )
         error: OSError = OSError(f"no address for {self.host}")
+        tls = self.tls() if self.tls is not None else None
         for family, _, _, _, address in infos:
             try:
+                if tls is None:
+                    return await loop.create_connection(
+                        lambda: _ResponseReader(self), str(address[0]), self.port, family=family
+                    )
                 return await loop.create_connection(
-                    lambda: _ResponseReader(self), str(address[0]), self.port, family=family
+                    lambda: _ResponseReader(self),
+                    str(address[0]),
+                    self.port,
+                    family=family,
+                    ssl=tls,
+                    server_hostname=self.host,
+                    ssl_handshake_timeout=self.connect_timeout_s,
                 )
+            except ssl.SSLError:
+                raise  # the server answered: another address would not change its certificate
             except OSError as e:
                 error = e
         raise error
@@ -212,6 +248,25 @@ class KafkaConnection:
             return
         self._transport = None
         self._protocol = None
+        if isinstance(exc, ssl.SSLError):
+            self._fail_all(
+                TlsError(
+                    f"TLS connection to {self.host}:{self.port} refused: {handshake_reason(exc)}"
+                )
+            )
+            return
+        if self.tls is not None and not protocol.answered and self._pending:
+            # TLS 1.3: the server checks our certificate after our side of the handshake is
+            # done; its refusal reaches asyncio and uvloop as a plain close.
+            self._fail_all(
+                TlsError(
+                    f"TLS connection to {self.host}:{self.port} closed by the server before any "
+                    "answer: it refused our client certificate? (check ssl.keystore.* here and "
+                    "ssl.truststore.* there)",
+                    certain=False,
+                )
+            )
+            return
         detail = f" lost: {exc}" if exc is not None else " closed"
         self._fail_all(ConnectionError(f"connection to {self.host}:{self.port}{detail}"))
 

@@ -1,12 +1,15 @@
 """The runtime's one clock for the core (issue 13): `now_ms()` for every event the driver hands
 the core, the deadlines it sleeps until, the timestamps it stamps, and its own bounded waits.
 
-Role: the driver takes a `Clock`; production uses `SystemClock` (wall-clock milliseconds, as
-Kafka's `Time.SYSTEM.milliseconds()` that KafkaRaftClient reads: DescribeQuorum's
-LastFetchTimestamp / LastCaughtUpTimestamp are wall-clock times the tools compare with their
-own clock); tests use `ManualClock` and drive the core's timers without waiting.
-Invariant: no other time source feeds the core (latency statistics measured with
-`perf_counter` are measurements, not deadlines).
+Role: the driver takes a `Clock`; production uses `SystemClock`: the monotonic clock, anchored
+once to the wall clock, so its values read as wall-clock milliseconds (DescribeQuorum's
+LastFetchTimestamp / LastCaughtUpTimestamp, which tools compare with their own clock, as
+Kafka's `Time.SYSTEM.milliseconds()`) while a step of the wall clock (NTP, an operator) moves
+no deadline: the read lease and check-quorum must never last longer than real time (a wall
+clock stepping back let a deposed leader serve stale reads; found by the nemesis tier). Tests
+use `ManualClock` and drive the core's timers without waiting.
+Invariants: no other time source feeds the core (latency statistics measured with
+`perf_counter` are measurements, not deadlines); `SystemClock` never goes back.
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """Wall-clock milliseconds (Kafka's `Time.SYSTEM.milliseconds()`)."""
+    """Monotonic milliseconds that start at the wall clock's reading when created."""
+
+    def __init__(self) -> None:
+        self._anchor_ms = time.time() * 1000 - time.monotonic() * 1000
 
     def now_ms(self) -> int:
-        return int(time.time() * 1000)
+        return int(time.monotonic() * 1000 + self._anchor_ms)
 
 
 class ManualClock:

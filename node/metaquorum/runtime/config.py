@@ -9,11 +9,14 @@ cased, dots and dashes as underscores, e.g. `METAQUORUM_NODE_ID`) overrides the 
 Invariants: every invalid or missing value raises `ConfigError` with ONE line naming the key and
 the fix; a config that loads names this node's own controller listener and either a static
 `controller.quorum.voters` or `controller.quorum.bootstrap.servers` (then the voter set comes from
-the log dir's bootstrap checkpoint: runtime/membership.py).
+the log dir's bootstrap checkpoint: runtime/membership.py); the controller listener's security
+protocol (`listener.security.protocol.map`) is PLAINTEXT (`tls` None) or SSL with settings that
+load (net/tls.py), anything else is refused at load.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from metaquorum.core.config import QuorumConfig
 from metaquorum.net.endpoint import ConfigError, Endpoint, parse_endpoint
+from metaquorum.net.tls_settings import TlsSettings, server_tls_settings
 from metaquorum.protocol.types import (
     METADATA_RAFT_TOPIC,
     RAFT_TOPIC_KEY,
@@ -33,6 +37,10 @@ from metaquorum.storage.meta_properties import parse_properties
 ENV_PREFIX = "METAQUORUM_"
 # Our own (non-Kafka) keys: the HTTP listener of /metrics, /healthz, /readyz, /status.
 HTTP_LISTENER = "metaquorum.http.listener"
+# POST /snapshot on that listener (mutating, unauthenticated): off unless set to true.
+HTTP_SNAPSHOT_ENABLE = "metaquorum.http.snapshot.enable"
+# HTTPS on that listener with the controller listener's certificate (no client certificate).
+HTTP_SSL_ENABLE = "metaquorum.http.ssl.enable"
 MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
 SNAPSHOT_BYTES = "metadata.log.max.record.bytes.between.snapshots"  # Kafka's, default 20 MiB
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -53,6 +61,9 @@ class NodeConfig:
     max_frame_bytes: int
     snapshot_bytes: int
     props: dict[str, str]
+    tls: TlsSettings | None = None  # the controller listener's, when its protocol is SSL
+    http_snapshot_enabled: bool = False  # POST /snapshot served
+    http_tls: TlsSettings | None = None  # HTTPS on the HTTP listener
     raft_topic: RaftTopic = METADATA_RAFT_TOPIC  # metaquorum.raft.topic (TestRaftServer interop)
 
     @property
@@ -167,6 +178,7 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
     except ValueError as e:
         raise ConfigError(f"{e}: fix it in the config") from None
     http_raw = props.get(HTTP_LISTENER, "").strip()
+    tls = server_tls_settings(props, names[0])
     try:
         raft_topic = raft_topic_named(props.get(RAFT_TOPIC_KEY, METADATA_RAFT_TOPIC.name))
     except ValueError as e:
@@ -184,5 +196,27 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         max_frame_bytes=_int(props, MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_BYTES, minimum=1024),
         snapshot_bytes=_int(props, SNAPSHOT_BYTES, DEFAULT_SNAPSHOT_BYTES, minimum=1),
         props=props,
+        tls=tls,
+        http_snapshot_enabled=_flag(props, HTTP_SNAPSHOT_ENABLE),
+        http_tls=_http_tls(props, tls),
         raft_topic=raft_topic,
     )
+
+
+def _http_tls(props: Mapping[str, str], tls: TlsSettings | None) -> TlsSettings | None:
+    if not _flag(props, HTTP_SSL_ENABLE):
+        return None
+    if tls is None:
+        raise ConfigError(
+            f"{HTTP_SSL_ENABLE}=true uses the controller listener's certificate, but that "
+            "listener is PLAINTEXT: put it on SSL (listener.security.protocol.map, ssl.*)"
+        )
+    # Probes and scrapers present no client certificate: HTTPS without client auth.
+    return dataclasses.replace(tls, client_auth="none")
+
+
+def _flag(props: Mapping[str, str], key: str) -> bool:
+    raw = props.get(key, "false").strip().lower() or "false"
+    if raw not in ("true", "false"):
+        raise ConfigError(f"{key}={raw!r}: set {key}=true or false")
+    return raw == "true"

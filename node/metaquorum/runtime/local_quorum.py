@@ -133,6 +133,7 @@ class LocalQuorum:
                 ),
                 "metadata.log.dir": str(node.directory),
                 "metaquorum.http.listener": f"127.0.0.1:{node.http_port}",
+                "metaquorum.http.snapshot.enable": "true",  # loopback only
                 **self.extra,
             }
             text = "".join(f"{k}={v}\n" for k, v in props.items())

@@ -26,6 +26,7 @@ from typing import Any
 
 from metaquorum.core import describe_quorum, discovery
 from metaquorum.core.log import LogEntry
+from metaquorum.net.tls import TlsContexts
 from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import Errors, ProtocolError
@@ -83,8 +84,9 @@ class NodeRuntime:
         snapshot = load_latest_snapshot(storage)
         self.driver = Driver(config, storage, load_entries(storage), snapshot)
         ep = config.listen
+        tls = TlsContexts.shared(config.tls).server() if config.tls is not None else None
         self.server = KafkaServer(
-            ep.host, ep.port, self.dispatch, max_frame_bytes=config.max_frame_bytes
+            ep.host, ep.port, self.dispatch, max_frame_bytes=config.max_frame_bytes, tls=tls
         )
         self.stop_requested = asyncio.Event()
         self.client_api = ClientApi(self.driver)
@@ -93,10 +95,13 @@ class NodeRuntime:
         self.driver.start()
         await self.server.start()
         log.info(
-            "node %s listening on %s:%s (cluster %s)",
+            "node %s listening on %s:%s (%s, cluster %s)",
             self.config.node_id,
             self.config.listen.host,
             self.server.port,
+            "PLAINTEXT"
+            if self.config.tls is None
+            else f"SSL, client auth {self.config.tls.client_auth}",
             self.cluster_id,
         )
 

@@ -9,7 +9,9 @@ the highest version both sides speak (ours: Kafka 4.3.1's), and reports the deco
 Invariants: the core's correlation id travels with the request inside this process only (the
 wire carries the connection's own id); a request that fails to connect, loses its connection,
 or gets no answer within `controller.quorum.request.timeout.ms` is reported as failed exactly
-once; a response is reported at most once.
+once; a response is reported at most once. With the controller listener on SSL every peer
+connection is TLS with this node's certificate (Kafka's raft client uses the controller
+listener's ssl.* settings), and a refused handshake is logged once per peer and reason.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from metaquorum.net.connection import KafkaConnection
+from metaquorum.net.connection import KafkaConnection, TlsError
 from metaquorum.net.endpoint import Endpoint
+from metaquorum.net.tls import TlsContexts
 from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.protocol.messages import (
@@ -56,6 +59,8 @@ class PeerPool:
         self.sent = 0
         self.failed = 0
         self.in_flight = 0
+        self.tls = TlsContexts.shared(config.tls).client if config.tls is not None else None
+        self._tls_reported: dict[int, str] = {}
         self.set_endpoints(endpoints)
 
     def set_endpoints(self, endpoints: Mapping[int, Endpoint]) -> None:
@@ -79,6 +84,7 @@ class PeerPool:
                     backoff_ms=max(1, q.retry_backoff_ms),
                     backoff_max_ms=max(q.retry_backoff_ms, 1000),
                     connect_timeout_s=self.timeout_s,
+                    tls=self.tls,
                 )
 
     def _spawn(self, coro: Any) -> None:
@@ -146,6 +152,10 @@ class PeerPool:
         self.failed += 1
         if isinstance(error, ConnectionError | OSError) and not isinstance(error, TimeoutError):
             self.unreachable.add(destination)
+        if isinstance(error, TlsError) and self._tls_reported.get(destination) != str(error):
+            self._tls_reported[destination] = str(error)
+            level = logging.WARNING if error.certain else logging.INFO
+            log.log(level, "cannot reach voter %s: %s", destination, error)
         log.debug("request to %s failed: %s", destination, error)
         self.on_failure(destination, cid)
 

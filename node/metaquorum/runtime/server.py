@@ -16,7 +16,9 @@ Invariants:
 - responses leave in the order their requests arrived, even when a later one is ready first
   (a parked Fetch long-poll delays the responses queued behind it, as in Kafka);
 - back-pressure: reading pauses while the socket's write buffer is full or more than
-  `MAX_PIPELINED` requests of the connection are unanswered.
+  `MAX_PIPELINED` requests of the connection are unanswered;
+- with `tls` (the listener's protocol is SSL) no byte reaches the frame parser before the TLS
+  handshake completed (a refused handshake is logged by net/tls.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import cast
@@ -55,6 +58,7 @@ class KafkaServer:
         max_frame_bytes: int = 100 * 1024 * 1024,
         frame_timeout_s: float = 10.0,
         idle_timeout_s: float = 600.0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -66,6 +70,7 @@ class KafkaServer:
         self._connections: set[_Connection] = set()
         self._next_conn = 0
         self.closed_bad_frames = 0
+        self.tls = tls
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -75,6 +80,8 @@ class KafkaServer:
             self.port,
             reuse_address=True,
             backlog=LISTEN_BACKLOG,
+            ssl=self.tls,
+            ssl_handshake_timeout=self.frame_timeout_s if self.tls is not None else None,
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from metaquorum.core import discovery
 from metaquorum.core.config import QuorumConfig
+from metaquorum.core.events import RequestFailed
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
 from metaquorum.core.states import FollowerState, UnattachedState
@@ -187,3 +188,25 @@ def test_a_follower_keeps_its_leaders_endpoint_when_the_leader_removes_itself() 
     ctx.flush()
     (fetch,) = ctx.sent(FetchRequestData)
     assert (fetch.destination, fetch.endpoint) == (1, _ep(1))
+
+
+def test_an_observer_that_knows_the_leader_but_not_where_learns_it_later() -> None:
+    """The leader named without NodeEndpoints before this replica has the voter set (a wiped
+    voter rejoining): the next answer naming the same leader with its endpoint is taken
+    (Kafka's "discovered more endpoints"); before, such an observer asked the bootstrap
+    addresses forever (the nemesis found it under partitions)."""
+    ctx = _observer()
+    ctx.respond(ctx._history[-1].destination, fetch_response(1, 5, error=6))  # no endpoints
+    st = ctx.node.state
+    assert isinstance(st, FollowerState) and st.leader_endpoint is None
+    ctx.advance(ctx.node.config.fetch_timeout_ms)  # the leader is unreachable: ask again
+    (again,) = ctx.sent(FetchRequestData)
+    assert again.destination in (-2, -3)
+    ctx.respond(again.destination, _with_leader_endpoint(fetch_response(1, 5, error=6), 1))
+    st = ctx.node.state
+    assert isinstance(st, FollowerState) and st.leader_endpoint == _ep(1)
+    seen = len(ctx._history)
+    lost = next(r for r in reversed(ctx._history) if r.destination == 1)
+    ctx.handle(RequestFailed(1, lost.correlation_id))  # the endpoint-less send went nowhere
+    ctx.advance(ctx.node.config.retry_backoff_ms + 1)
+    assert (1, _ep(1)) in [(r.destination, r.endpoint) for r in ctx._history[seen:]]

@@ -102,6 +102,12 @@ def test_tls_adds_the_secret_volume_and_ssl_listener() -> None:
     assert {"name": "tls", "secret": {"secretName": "certs"}} in sts["volumes"]
     p = props(builders.configmap(spec, NAMES, OWNER)["data"]["server.properties"])
     assert p["listener.security.protocol.map"] == "CONTROLLER:SSL"
+    # What the node reads and accepts (net/tls_settings.py): a PEM keystore file, mutual TLS.
+    from metaquorum.net.tls_settings import server_tls_settings
+
+    tls = server_tls_settings(p, "CONTROLLER")
+    assert tls is not None and tls.client_auth == "required"
+    assert str(tls.keystore_location).endswith("/tls-combined.pem")
 
 
 def test_services_and_pdb() -> None:

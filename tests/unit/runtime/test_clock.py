@@ -66,3 +66,22 @@ def test_system_clock_is_wall_milliseconds_and_manual_clock_never_goes_back() ->
     assert clock.now_ms() == 15
     with pytest.raises(ValueError):
         clock.advance(-1)
+
+
+def test_system_clock_reads_as_wall_time_and_ignores_wall_clock_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step of the wall clock (back or forward) moves no deadline: the read lease and
+    check-quorum run on real elapsed time (the nemesis tier saw a leader whose clock stepped
+    back keep its lease after it was deposed and serve stale reads)."""
+    import time
+
+    clock = SystemClock()
+    assert abs(clock.now_ms() - time.time() * 1000) < 1000  # reads as wall-clock ms
+    before = clock.now_ms()
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 10.0)  # the wall clock steps back 10 s
+    after = clock.now_ms()
+    assert before <= after < before + 1000
+    monkeypatch.setattr(time, "time", lambda: real() + 10.0)  # and forward
+    assert clock.now_ms() < before + 1000

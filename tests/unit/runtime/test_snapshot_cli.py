@@ -7,6 +7,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,7 +36,7 @@ def node_http() -> Iterator[tuple[int, FakeDriver]]:
     holder: dict[str, Any] = {}
 
     async def start() -> None:
-        runner = web.AppRunner(build_app(runtime), access_log=None)
+        runner = web.AppRunner(build_app(runtime, snapshot_enabled=True), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
@@ -103,3 +104,75 @@ def test_bad_or_unreachable_listener(
     assert main(["snapshot", "create", "--http", http, "--timeout", "5"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("metaquorum snapshot create: ") and fix in err
+
+
+async def test_snapshot_endpoint_is_off_unless_configured() -> None:
+    from metaquorum.cli.snapshot_cmd import SnapshotError, create_snapshot
+
+    driver = FakeDriver()
+    runner = web.AppRunner(build_app(SimpleNamespace(driver=driver)), access_log=None)  # type: ignore[arg-type]
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        with pytest.raises(SnapshotError, match=r"metaquorum\.http\.snapshot\.enable=true"):
+            await create_snapshot("127.0.0.1", port, 5)
+        assert driver.calls == 0  # refused before the driver is asked
+    finally:
+        await runner.cleanup()
+
+
+async def test_snapshot_over_https_with_the_listener_certificate(tmp_path: Path) -> None:
+    """`metaquorum.http.ssl.enable`: the HTTP listener serves HTTPS with the controller
+    listener's certificate and no client certificate; `snapshot create --command-config`."""
+    from metaquorum.cli.snapshot_cmd import SnapshotError, create_snapshot
+    from metaquorum.http.app import start_http
+    from metaquorum.net.tls import TlsContexts, command_config_tls
+    from metaquorum.runtime.config import config_from_properties
+
+    from tests.support.pki import Pki, client_props, ssl_props
+
+    pki = Pki.create(tmp_path / "pki")
+    config = config_from_properties(
+        {
+            "node.id": "1",
+            "process.roles": "controller",
+            "controller.listener.names": "CONTROLLER",
+            "listeners": "CONTROLLER://127.0.0.1:9093",
+            "controller.quorum.voters": "1@127.0.0.1:9093",
+            "metadata.log.dir": str(tmp_path / "d"),
+            "metaquorum.http.ssl.enable": "true",
+            **ssl_props(pki.issue("node"), pki.ca),
+        }
+    )
+    assert config.http_tls is not None and config.http_tls.client_auth == "none"
+    driver = FakeDriver()
+    driver.answers.append((10, 2))
+    port = _free_port()
+    runner = await start_http(
+        SimpleNamespace(driver=driver),  # type: ignore[arg-type]
+        "127.0.0.1",
+        port,
+        snapshot_enabled=True,
+        tls=TlsContexts(config.http_tls).server(),
+    )
+    try:
+        with pytest.raises(SnapshotError):  # plain HTTP to an HTTPS listener
+            await create_snapshot("127.0.0.1", port, 5)
+        f = tmp_path / "client.properties"
+        f.write_text(client_props(pki.ca))  # a CA, no client certificate
+        provider = command_config_tls(f)
+        assert provider is not None
+        got = await create_snapshot("127.0.0.1", port, 5, provider())
+        assert (got.offset, got.epoch) == (10, 2)
+    finally:
+        await runner.cleanup()
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
