@@ -17,7 +17,7 @@ Kinds:
 - remove (dynamic quorums only): `metaquorum quorum remove-controller` of the node's (id,
   directory id) from the hub namespace; auto-join adds it back; the lane waits until it is a
   voter again (60 s, else a finding);
-- wipe (dynamic quorums only, opt-in): kill -9, the data dir deleted and formatted again with a new
+- wipe (dynamic quorums only): kill -9, the data dir deleted and formatted again with a new
   directory id, restarted; auto-join replaces the old voter; the lane waits until it is a voter
   again (60 s, else a finding);
 - clock-fwd: the node's clock (the one the core and the read lease read, through the shim's
@@ -47,11 +47,10 @@ KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk"
 # Opt-in (`--kinds`): a backward clock step on a leader breaks its read lease today (see
 # docs/nemesis.md, "Findings"), so it is not in the default set that `make test` runs.
 EXTRA_KINDS = ("clock-back",)
-# Only on a dynamic quorum (KIP-853): a voter removed with remove-controller (auto-join adds it
-# back); opt-in (`--with-wipe`, docs/nemesis.md Findings): a voter's disk wiped (it comes back
-# under a new directory id by auto-join).
-DYNAMIC_KINDS = ("remove",)
-WIPE_KINDS = ("wipe",)
+# Only on a dynamic quorum (KIP-853): a voter removed with remove-controller, a voter's disk
+# wiped (it comes back under a new directory id); auto-join adds either back.
+DYNAMIC_KINDS = ("remove", "wipe")
+WIPE_KINDS: tuple[str, ...] = ()  # `--with-wipe` is kept as a no-op: wipe is in DYNAMIC_KINDS
 PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back", "wipe", "remove")
 
 

@@ -2,10 +2,10 @@
 set up in this process only (nothing in the product changes).
 
 Role:
-- the clock seam (`MQ_NEMESIS_CLOCK_FILE`): the node's one clock (`runtime/clock.SystemClock`,
-  wall-clock ms, which every core deadline and the read lease are measured on) gets an offset
-  in ms read from that file (re-read when it changes, checked every 50 ms), so the nemesis can
-  jump one node's clock forward or back while it runs, as an NTP step would;
+- the clock seam (`MQ_NEMESIS_CLOCK_FILE`): `time.time` (the wall clock) gets an offset in ms
+  read from that file (re-read when it changes, checked every 50 ms), so the nemesis can step
+  one node's wall clock forward or back while it runs, as NTP would; `time.monotonic` is left
+  alone;
 - a deliberately broken node (`MQ_NEMESIS_BROKEN`), to show the checker can fail:
   `ack-before-majority`: the leader's high watermark is its own flushed end offset (the
   largest, not the majority's), so a Produce is acknowledged once on the leader's disk only,
@@ -29,7 +29,6 @@ import metaquorum.core.high_watermark as hwm
 from metaquorum.cli import server_cmd
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
-from metaquorum.runtime.clock import SystemClock
 
 
 class _Offset:
@@ -69,7 +68,9 @@ def _lease_always_held(self: RaftNode, now_ms: int) -> bool:
 def patch(broken: str | None, clock_file: str | None) -> None:
     if clock_file:
         offset = _Offset(Path(clock_file))
-        SystemClock.now_ms = lambda self: int(time.time() * 1000) + offset.get()  # type: ignore[method-assign]
+        real_time = time.time
+        # A wall-clock step as NTP makes one: time.time moves, time.monotonic does not.
+        time.time = lambda: real_time() + offset.get() / 1000
     if broken == "ack-before-majority":
         hwm.compute_high_watermark = _own_offset_is_committed  # type: ignore[assignment]
     elif broken == "stale-read":

@@ -4,10 +4,9 @@
   harness has (kill -9, pause, isolate, bridge, one-way, loss, slow link, fsync EIO), checked
   by porcupine and the ledger; any violation fails the test and names the run directory and
   the command that re-runs the seed.
-- A known finding, kept visible as an expected failure: a leader whose clock steps back 10 s
-  while it is cut off serves stale reads (scenario `clock-back-isolate-leader`); and the
-  regression test of a fixed one: a wiped voter that rejoined by auto-join catches up after a
-  restart (`wipe-then-restart`).
+- Regression tests of two findings, fixed in main: a leader whose wall clock steps back 10 s
+  while it is cut off serves no stale read (scenario `clock-back-isolate-leader`); a wiped
+  voter that rejoined by auto-join catches up after a restart (`wipe-then-restart`).
 - The checker can fail: the same harness against a deliberately broken node (injected from
   the test: tests/nemesis/node_shim.py) reports the violation, and porcupine's
   visualisation is kept in the run directory.
@@ -108,12 +107,8 @@ def test_the_checker_catches_a_broken_node(broken: str, scenario: str) -> None:
         assert any("acknowledged append" in v for v in s["ledger"]), _why(s)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="finding (docs/nemesis.md): the read lease and check-quorum run on the node's wall "
-    "clock, so a leader whose clock steps back while it is cut off keeps serving reads",
-)
 def test_a_leader_whose_clock_steps_back_serves_no_stale_read() -> None:
+    """Found by this tier (docs/nemesis.md, Findings), fixed in main eba7d1c."""
     s = run(
         1,
         16,
