@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# What the nemesis tier (tests/nemesis) needs on the machine besides Go and Python: nftables
+# (Debian's `nftables`, the faults inside each node's network namespace), iproute2 (`ip netns`,
+# veth, bridge, `tc`) and libfiu (scripts/libfiu.sh: fsync EIO in a running node). Installed
+# from Debian's archive like every other test dependency. Idempotent; needs root (network
+# namespaces). Prints the directory holding fiu-run and fiu-ctrl.
+set -euo pipefail
+SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+need=()
+command -v nft >/dev/null || need+=(nftables)
+{ command -v ip >/dev/null && command -v tc >/dev/null; } || need+=(iproute2)
+if ((${#need[@]})); then
+    echo "nemesis: installing ${need[*]} (apt-get)" >&2
+    $SUDO apt-get install -y -q "${need[@]}" >&2 \
+        || { $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q "${need[@]}" >&2; } \
+        || { echo "nemesis: could not install ${need[*]} with apt-get" >&2; exit 1; }
+fi
+command -v go >/dev/null || { echo "nemesis: go not found (the machine's Go builds the client)" >&2; exit 1; }
+exec "$(dirname "$0")/libfiu.sh"

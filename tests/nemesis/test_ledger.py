@@ -1,0 +1,54 @@
+"""The nemesis ledger and stats on hand-made histories (pure; runs in the unit tier)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from tests.nemesis.ledger import check
+from tests.nemesis.nemesis import KINDS, schedule
+from tests.nemesis.stats import availability
+
+
+def _op(value: str, typ: str, offset: int = -1) -> dict[str, Any]:
+    return {"f": "append", "value": value, "type": typ, "offset": offset, "call": 0, "return": 1}
+
+
+HISTORY = [_op("a", "ok", 1), _op("b", "info"), _op("c", "ok", 3), _op("d", "fail")]
+
+
+def test_a_clean_run_passes() -> None:
+    log = [(1, "a"), (2, "b"), (3, "c")]
+    assert check(HISTORY, {1: log, 2: list(log), 3: [*log, (4, "x")]}, hw=4) == []
+
+
+def test_lost_duplicated_diverged_and_invented_records_are_named() -> None:
+    bad = check(HISTORY, {1: [(1, "a"), (2, "a"), (3, "z")], 2: [(1, "a")]}, hw=4)
+    text = "\n".join(bad)
+    assert "replicas 1 and 2 differ" in text
+    assert "value a is in the log 2 times" in text
+    assert "acknowledged append c at offset 3 lost" in text
+    assert "'z', which no client appended" in text
+    assert check(HISTORY, {1: [(1, "a"), (2, "d"), (3, "c")]}, hw=4) == [
+        "offset 2 holds 'd', an append that was never sent"
+    ]
+
+
+def test_the_schedule_is_a_function_of_the_seed() -> None:
+    assert schedule(5, 40) == schedule(5, 40)
+    assert schedule(5, 40, compose=True) == schedule(5, 40, compose=True)
+    assert {f.kind for f in schedule(5, 60)} == set(KINDS)
+    for lane in (0, 1):
+        faults = [f for f in schedule(5, 60, compose=True) if f.lane == lane]
+        assert all(a.at_s + a.hold_s < b.at_s for a, b in itertools.pairwise(faults))
+
+
+def test_availability_counts_overlapping_fault_windows_once() -> None:
+    s = 1_000_000_000
+    history = [
+        {"f": "append", "type": "ok", "call": 0, "return": t * s // 10} for t in range(1, 100)
+    ]
+    faults = [{"start": 2 * s, "end": 4 * s}, {"start": 3 * s, "end": 5 * s}]
+    a = availability(history, faults)
+    assert a["acked_appends"] == 99 and 9 <= a["appends_per_s_in_faults"] <= 11
+    assert 9 <= a["appends_per_s_calm"] <= 11

@@ -1,0 +1,134 @@
+"""The nemesis tier's short run (marker `nemesis`; `make nemesis-short`, part of `make test`).
+
+- Several seeds, each a 3-voter quorum in network namespaces under every fault kind the
+  harness has (kill -9, pause, isolate, bridge, one-way, loss, slow link, fsync EIO), checked
+  by porcupine and the ledger; any violation fails the test and names the run directory and
+  the command that re-runs the seed.
+- Regression tests of two findings, fixed in main: a leader whose wall clock steps back 10 s
+  while it is cut off serves no stale read (scenario `clock-back-isolate-leader`); a wiped
+  voter that rejoined by auto-join catches up after a restart (`wipe-then-restart`).
+- The checker can fail: the same harness against a deliberately broken node (injected from
+  the test: tests/nemesis/node_shim.py) reports the violation, and porcupine's
+  visualisation is kept in the run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.nemesis.nemesis import DYNAMIC_KINDS, KINDS
+from tests.nemesis.run import run
+from tests.nemesis.tools import GO_SRC
+
+pytestmark = [pytest.mark.nemesis, pytest.mark.timeout(300)]
+
+# Flags after a seed: "c" composed faults (a process lane beside a network lane), "d" a
+# dynamic (KIP-853) quorum formatted --initial-controllers with auto-join.
+SEEDS = os.environ.get("NEMESIS_SEEDS", "101,202,303cd").split(",")
+DURATION_S = float(os.environ.get("NEMESIS_DURATION_S", "40"))
+BASE = Path(os.environ.get("METAQUORUM_NEMESIS_DIR", os.environ.get("TMPDIR", "/tmp")))
+
+
+def test_the_checker_and_the_wire_codec_pass_their_own_tests() -> None:
+    """`go test` of tests/nemesis/go: the model accepts a linearizable history and rejects a
+    stale read, an offset acknowledged twice, a never-sent append in the log, a value nobody
+    wrote; a RecordBatch round-trips and a flipped bit fails its CRC."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local", CGO_ENABLED="0")
+    done = subprocess.run(
+        ["go", "test", "-count=1", "."],
+        cwd=GO_SRC,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _kinds(seed: str) -> tuple[str, ...]:
+    return KINDS + DYNAMIC_KINDS if "d" in seed else KINDS
+
+
+def _why(s: dict[str, object]) -> str:
+    keys = ("porcupine", "ledger", "findings", "recovery", "faults_injected", "dir", "rerun")
+    return "; ".join(f"{k}: {s.get(k)}" for k in keys)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_violation_under_faults(seed: str) -> None:
+    n, flags = int(seed.rstrip("cd")), seed.lstrip("0123456789")
+    s = run(
+        n,
+        DURATION_S,
+        KINDS,
+        base=BASE / "metaquorum-nemesis",
+        compose="c" in flags,
+        dynamic="d" in flags,
+    )
+    assert s["ok"], _why(s)
+    assert s["porcupine"]["result"] == "Ok" and s["porcupine"]["appends_ok"] > 100, _why(s)
+    assert sum(s["faults_injected"].values()) >= 5, _why(s)
+
+
+def test_every_fault_kind_is_injected_across_the_seeds() -> None:
+    from tests.nemesis.nemesis import schedule
+
+    kinds = {
+        f.kind
+        for seed in SEEDS
+        for f in schedule(int(seed.rstrip("cd")), DURATION_S, _kinds(seed), compose="c" in seed)
+    }
+    assert kinds == set(KINDS + DYNAMIC_KINDS)
+
+
+@pytest.mark.parametrize(
+    ("broken", "scenario"),
+    [("ack-before-majority", "isolate-leader"), ("stale-read", "isolate-leader")],
+)
+def test_the_checker_catches_a_broken_node(broken: str, scenario: str) -> None:
+    s = run(
+        1,
+        14,
+        KINDS,
+        broken=broken,
+        scenario=scenario,
+        base=BASE / "metaquorum-nemesis-broken",
+        converge_s=20,
+    )
+    assert not s["ok"], f"the broken node ({broken}) was not caught: {_why(s)}"
+    assert s["porcupine"]["result"] == "Illegal", _why(s)
+    html = Path(str(s["porcupine"].get("visualization", "")))
+    assert html.is_file() and html.stat().st_size > 10_000, _why(s)
+    if broken == "ack-before-majority":
+        assert any("acknowledged append" in v for v in s["ledger"]), _why(s)
+
+
+def test_a_leader_whose_clock_steps_back_serves_no_stale_read() -> None:
+    """Found by this tier (docs/nemesis.md, Findings), fixed in main eba7d1c."""
+    s = run(
+        1,
+        16,
+        KINDS,
+        scenario="clock-back-isolate-leader",
+        base=BASE / "metaquorum-nemesis-clock",
+        converge_s=30,
+    )
+    assert s["ok"], _why(s)
+
+
+def test_a_wiped_voter_that_rejoined_survives_a_restart() -> None:
+    """Found by this tier (docs/nemesis.md, Findings), fixed in main 1ddc54f."""
+    s = run(
+        1,
+        20,
+        KINDS,
+        scenario="wipe-then-restart",
+        dynamic=True,
+        converge_s=20,
+        base=BASE / "metaquorum-nemesis-wipe",
+    )
+    assert s["ok"], _why(s)
