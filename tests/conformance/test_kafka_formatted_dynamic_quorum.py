@@ -4,7 +4,7 @@ StorageTool formats node 1 `--standalone` and nodes 2 and 3 `--no-initial-contro
 nodes start on those directories, 2 and 3 find the leader through
 `controller.quorum.bootstrap.servers` and join by auto-join; Kafka's MetadataQuorumCommand
 `describe --replication` and `--status` show three voters whose directory ids are the ones
-Kafka's formatter wrote."""
+Kafka's formatter wrote. Also: our nodes run from Kafka's `format --initial-controllers`."""
 
 from __future__ import annotations
 
@@ -67,5 +67,37 @@ def test_kafka_formats_our_dynamic_quorum_and_describes_it(
         line = next(x for x in status.splitlines() if x.startswith("CurrentVoters:"))
         voters = json.loads(line[len("CurrentVoters:") :])
         assert {v["id"]: v["directoryId"] for v in voters} == dirs
+    finally:
+        q.stop_all()
+
+
+def test_our_nodes_run_from_kafkas_initial_controllers_format(
+    tmp_path: Path, kafka_classpath: str
+) -> None:
+    """Kafka's StorageTool `format --initial-controllers id@host:port:dir,...` on every node;
+    our three nodes elect a leader from that bootstrap checkpoint and Kafka's describe lists
+    the voters with the directory ids Kafka wrote."""
+    q = LocalQuorum(tmp_path, 3, dynamic=True, extra=FAST)
+    q.write_configs()
+    controllers = ",".join(
+        f"{i}@127.0.0.1:{q.nodes[i].port}:{q.directory_ids[i]}" for i in q.voter_ids
+    )
+    for node in q.nodes.values():
+        with node.config_path.open("a") as f:
+            f.write(f"log.dirs={node.directory}\n")
+        args = ["format", "-c", str(node.config_path), "-t", q.cluster_id, "-I", controllers]
+        run_kafka_class(kafka_classpath, "kafka.tools.StorageTool", args)
+    boot = ",".join(f"127.0.0.1:{n.port}" for n in q.nodes.values())
+    try:
+        q.start_all()
+        q.wait_for_leader(30)
+        status = run_kafka_class(
+            kafka_classpath, TOOL, ["--bootstrap-controller", boot, "describe", "--status"]
+        ).stdout
+        line = next(x for x in status.splitlines() if x.startswith("CurrentVoters:"))
+        voters = json.loads(line[len("CurrentVoters:") :])
+        assert {v["id"]: v["directoryId"] for v in voters} == {
+            i: str(q.directory_ids[i]) for i in q.voter_ids
+        }
     finally:
         q.stop_all()
