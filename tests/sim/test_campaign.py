@@ -130,7 +130,18 @@ def test_membership_seeds_change_the_voter_set_and_replace_wiped_voters() -> Non
         for k, v in sim.situations.items():
             situations[k] = situations.get(k, 0) + v
     assert committed_changes >= 60 and wiped >= 5 and changed_sets >= 30
-    # Every worst moment (sim/buggify.py) arises, and replicas are crashed at each of them.
+    # Every worst moment (sim/buggify.py) arises, and replicas are crashed at each of them. A
+    # leader's voter change arises ~2 times a seed and is crashed at with 2%: with the mix's
+    # own probability 60 seeds may miss it (~7% whenever a change shifts the random streams),
+    # so 40 more seeds crash at every tenth moment (a miss: ~1e-4).
+    from dataclasses import replace
+
+    for seed in range(40):
+        sim = Simulation(replace(MIXES["membership"].with_seed(seed), buggify=0.1))
+        sim.run()
+        assert not sim.checker.violations, (seed, sim.checker.violations[:1])
+        for k, v in sim.situations.items():
+            situations[k] = situations.get(k, 0) + v
     for moment in ("vote-persisted", "append-unflushed", "leader-voter-change", "snapshot-written"):
         assert situations.get(moment, 0) > 0, (moment, situations)
         assert situations.get("crashed-at-" + moment, 0) > 0, (moment, situations)
