@@ -259,23 +259,40 @@ def test_make_run_forms_a_dynamic_quorum_by_auto_join(tmp_path: Path) -> None:
         [sys.executable, "-m", "metaquorum.runtime.local_quorum", "--dir", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     out = b""
-    deadline = time.monotonic() + 60
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
+
+    def logs() -> str:
+        tails = [
+            f"node {n}: " + " | ".join(p.read_text(errors="replace").splitlines()[-4:])
+            for n in (1, 2, 3)
+            if (p := tmp_path / f"node-{n}" / "node.log").exists()
+        ]
+        return out.decode(errors="replace")[-1500:] + "\n" + "\n".join(tails)
+
     try:
-        while b"voters[1:" not in out or not re.search(rb"voters\[1:\d+ 2:\d+ 3:\d+\]", out):
-            assert time.monotonic() < deadline, out.decode(errors="replace")[-2000:]
+        deadline = time.monotonic() + 90
+        while not re.search(rb"voters\[1:\d+ 2:\d+ 3:\d+\]", out):
+            assert time.monotonic() < deadline, "no 3 voters within 90 s:\n" + logs()
             out += proc.stdout.read() or b""
             time.sleep(0.2)
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(30)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            raise AssertionError(
+                "the launcher did not stop within 60 s of Ctrl-C:\n" + logs()
+            ) from None
     os.set_blocking(proc.stdout.fileno(), True)
     out += proc.stdout.read() or b""
     assert b"node 1 formatted --standalone" in out and b"observers[" in out
-    assert out.rstrip().endswith(b"stopped.")
+    assert out.rstrip().endswith(b"stopped."), logs()
 
 
 def test_a_joined_node_restarts_into_the_voter_set_its_log_holds(tmp_path: Path) -> None:
