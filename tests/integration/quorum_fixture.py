@@ -44,8 +44,11 @@ def running_quorum(
     extra: dict[str, str] | None = None,
     observers: int = 0,
     dynamic: bool = False,
+    standalone: bool = False,
 ) -> Iterator[LocalQuorum]:
-    q = LocalQuorum(base, voters, observers=observers, extra=extra, dynamic=dynamic)
+    q = LocalQuorum(
+        base, voters, observers=observers, extra=extra, dynamic=dynamic, standalone=standalone
+    )
     q.write_configs()
     q.format()
     q.start_all()

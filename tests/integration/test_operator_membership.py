@@ -26,7 +26,7 @@ from metaquorum_operator.membership import CatchUp, caught_up, healthy_keys, saf
 from metaquorum_operator.observed import ObservedQuorum, VoterKey
 from metaquorum_operator.planner import AddVoter, RemoveVoter
 
-from tests.integration.quorum_fixture import FAST
+from tests.integration.quorum_fixture import FAST, running_quorum
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 DASHBOARD = (
@@ -37,19 +37,10 @@ SETTINGS = CatchUp(max_lag_ms=int(FAST["controller.quorum.fetch.timeout.ms"]))
 
 @pytest.fixture
 def quorum(tmp_path: Path) -> Iterator[LocalQuorum]:
-    q = LocalQuorum(
-        tmp_path,
-        3,
-        standalone=True,  # node 1 --standalone, nodes 2 and 3 --no-initial-controllers
-        extra={**FAST, "controller.quorum.auto.join.enable": "false"},
-    )
-    q.write_configs()
-    q.format()
-    q.start_all()
-    try:
+    # node 1 --standalone, nodes 2 and 3 --no-initial-controllers, no auto-join
+    extra = {**FAST, "controller.quorum.auto.join.enable": "false"}
+    with running_quorum(tmp_path, 3, extra=extra, standalone=True) as q:
         yield q
-    finally:
-        q.stop_all()
 
 
 def bootstrap(q: LocalQuorum) -> str:

@@ -35,7 +35,6 @@ from typing import Any
 
 from metaquorum.core.states import LeaderState
 from metaquorum.net.endpoint import ConfigError
-from metaquorum.net.tls import TlsContexts
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.runtime.config import load_config
 
@@ -212,19 +211,11 @@ def _perf_test(args: argparse.Namespace) -> int:
 
 
 async def _main(config: Any, throughput: int, record_size: int) -> int:
-    from metaquorum.http.app import start_http
+    from metaquorum.http.app import start_configured_http
     from metaquorum.runtime.node import NodeRuntime, serve
 
     runtime = NodeRuntime(config)
-    http = None
-    if config.http_listener is not None:
-        http = await start_http(
-            runtime,
-            config.http_listener.host,
-            config.http_listener.port,
-            snapshot_enabled=config.http_snapshot_enabled,
-            tls=TlsContexts.shared(config.http_tls).server() if config.http_tls else None,
-        )
+    http = await start_configured_http(runtime)
     generator = WorkloadGenerator(runtime.driver, throughput, record_size)
     task = asyncio.create_task(generator.run())
     try:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from metaquorum.net.endpoint import ConfigError
-from metaquorum.net.tls import TlsContexts
 from metaquorum.protocol.errors import ProtocolError
 from metaquorum.runtime.config import load_config
 
@@ -71,19 +70,11 @@ def _start(args: argparse.Namespace) -> int:
 
 
 async def _main(config: Any) -> int:
-    from metaquorum.http.app import start_http
+    from metaquorum.http.app import start_configured_http
     from metaquorum.runtime.node import NodeRuntime, serve
 
     runtime = NodeRuntime(config)
-    http = None
-    if config.http_listener is not None:
-        http = await start_http(
-            runtime,
-            config.http_listener.host,
-            config.http_listener.port,
-            snapshot_enabled=config.http_snapshot_enabled,
-            tls=TlsContexts.shared(config.http_tls).server() if config.http_tls else None,
-        )
+    http = await start_configured_http(runtime)
     try:
         return await serve(runtime)
     finally:

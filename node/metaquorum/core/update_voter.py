@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from metaquorum.core import kraft_upgrade
+from metaquorum.core import discovery, kraft_upgrade
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.ids import ReplicaKey
@@ -41,12 +41,7 @@ if TYPE_CHECKING:
 def update_voter_response(node: RaftNode, error: Errors) -> UpdateRaftVoterResponseData:
     """Kafka's `RaftUtil.updateVoterResponse`: the error, the leader and its endpoint."""
     leader = node.leader_id
-    endpoint = None
-    if leader == node.local_id:
-        endpoint = next((e for e in node.local_endpoints if e.name == node.listener_name), None)
-    else:
-        voter = node.voters.node(leader)
-        endpoint = voter.endpoint(node.listener_name) if voter is not None else None
+    endpoint = discovery.endpoint_of(node, leader) if leader >= 0 else None
     return UpdateRaftVoterResponseData(
         error_code=int(error),
         current_leader=UpdateRaftVoterResponseData.CurrentLeader(

@@ -26,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from metaquorum.core.states import LeaderState
+from metaquorum.net.tls import TlsContexts
 from metaquorum.runtime.driver import Driver
 from metaquorum.runtime.node import NodeRuntime
 from metaquorum.runtime.status import is_ready, kafka_state_name, node_status
@@ -151,6 +152,21 @@ def build_app(runtime: NodeRuntime, *, snapshot_enabled: bool = False) -> web.Ap
         ]
     )
     return app
+
+
+async def start_configured_http(runtime: NodeRuntime) -> web.AppRunner | None:
+    """The HTTP listener as the node's config asks (`metaquorum.http.listener`, the snapshot
+    switch, HTTPS), or None when none is configured."""
+    config = runtime.config
+    if config.http_listener is None:
+        return None
+    return await start_http(
+        runtime,
+        config.http_listener.host,
+        config.http_listener.port,
+        snapshot_enabled=config.http_snapshot_enabled,
+        tls=TlsContexts.shared(config.http_tls).server() if config.http_tls else None,
+    )
 
 
 async def start_http(

@@ -50,8 +50,11 @@ REMOVED_LEADER_BOUND_MS = 50  # a poll is due at once; the simulator runs it wit
 LISTENER = "CONTROLLER"
 
 
+BASE_PORT = 9000  # node N listens on BASE_PORT + N
+
+
 def endpoint_of(nid: int) -> ListenerEndpoint:
-    return ListenerEndpoint(LISTENER, f"node-{nid}", 9000 + nid)
+    return ListenerEndpoint(LISTENER, f"node-{nid}", BASE_PORT + nid)
 
 
 def bootstrap_servers(sim: Simulation) -> tuple[ListenerEndpoint, ...]:
@@ -65,7 +68,7 @@ def route(sim: Simulation, nid: int, request: SendRequest) -> int:
     answer is to come back from the pseudo-id (`sim.pseudo`)."""
     if request.destination >= -1 or request.endpoint is None:
         return request.destination
-    real = request.endpoint.port - 9000
+    real = request.endpoint.port - BASE_PORT  # `endpoint_of`'s inverse
     sim.pseudo[(nid, request.correlation_id)] = request.destination
     return real
 
