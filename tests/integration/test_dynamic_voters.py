@@ -134,3 +134,30 @@ def test_our_cli_adds_and_removes_controllers(tmp_path: Path) -> None:
         assert sorted(
             int(x) for x in re.findall(r'\{"id": (\d+)', r.stdout.split("CurrentObservers")[0])
         ) == sorted({1, 2, 3, 4} - {victim})
+
+
+def test_a_voter_keeps_its_advertised_endpoint_in_the_voter_set(tmp_path: Path) -> None:
+    """Bound to 127.0.0.1, advertising localhost (as a pod binds its IP and advertises its
+    stable DNS name): the formatted VotersRecord entry survives the node's leadership. Before,
+    the leader's start-of-epoch records rewrote it to the bound address."""
+    from metaquorum.runtime.local_quorum import LocalQuorum
+
+    from tests.integration.quorum_fixture import our_cli
+
+    q = LocalQuorum(tmp_path, 1, standalone=True)
+    q.write_configs()
+    node = q.nodes[1]
+    with node.config_path.open("a", encoding="utf-8") as f:
+        f.write(f"advertised.listeners=CONTROLLER://localhost:{node.port}\n")
+    q.format()
+    q.start_all()
+    try:
+        q.wait_for_leader(30)
+        wait_for_hw_everywhere(q, 2, 20)  # past the leader's start-of-epoch records
+        r = our_cli("quorum", "--bootstrap-controller", node.address, "describe", "--status")
+        assert r.returncode == 0, r.stderr
+        voters = r.stdout.split("CurrentVoters:")[1].split("CurrentObservers")[0]
+        assert f'"CONTROLLER://localhost:{node.port}"' in voters, voters
+        assert "127.0.0.1" not in voters, voters
+    finally:
+        q.stop_all()

@@ -1,7 +1,8 @@
 """Node configuration: a Kafka `.properties` file plus environment overrides (KIP-595 §Configs).
 
 Role: turn `server.properties` into a validated `NodeConfig` with Kafka's names and defaults
-(`node.id`, `process.roles`, `controller.listener.names`, `listeners`, `controller.quorum.voters`,
+(`node.id`, `process.roles`, `controller.listener.names`, `listeners`, `advertised.listeners`,
+`controller.quorum.voters`,
 `controller.quorum.bootstrap.servers`, `metadata.log.dir`, the `controller.quorum.*` timeouts,
 `controller.quorum.append.linger.ms`). An environment variable `METAQUORUM_<KEY>` (the key upper
 cased, dots and dashes as underscores, e.g. `METAQUORUM_NODE_ID`) overrides the file.
@@ -11,7 +12,9 @@ the fix; a config that loads names this node's own controller listener and eithe
 `controller.quorum.voters` or `controller.quorum.bootstrap.servers` (then the voter set comes from
 the log dir's bootstrap checkpoint: runtime/membership.py); the controller listener's security
 protocol (`listener.security.protocol.map`) is PLAINTEXT (`tls` None) or SSL with settings that
-load (net/tls.py), anything else is refused at load.
+load (net/tls.py), anything else is refused at load. `advertised.listeners` never names the
+meta-address 0.0.0.0 (Kafka's `KafkaConfig` check); what the node advertises is decided in
+runtime/membership.local_endpoints.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class NodeConfig:
     process_roles: tuple[str, ...]
     controller_listener_names: tuple[str, ...]
     listeners: dict[str, Endpoint]
+    advertised_listeners: dict[str, Endpoint]  # advertised.listeners (may be empty)
     voters: dict[int, Endpoint]  # controller.quorum.voters (static quorum)
     bootstrap_servers: tuple[Endpoint, ...]
     metadata_log_dir: Path
@@ -155,6 +159,12 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         raise ConfigError(
             f"listeners has no {names[0]} listener: add {names[0]}://host:port to listeners"
         )
+    advertised = parse_listeners(props.get("advertised.listeners", ""), "advertised.listeners")
+    if any(ep.host == "0.0.0.0" for ep in advertised.values()):
+        raise ConfigError(
+            "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0: "
+            "advertise a routable IP address or host name"
+        )
     voters = parse_voters(props.get("controller.quorum.voters", ""))
     bootstrap = tuple(
         parse_endpoint(s, "controller.quorum.bootstrap.servers")
@@ -188,6 +198,7 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         process_roles=roles,
         controller_listener_names=names,
         listeners=listeners,
+        advertised_listeners=advertised,
         voters=voters,
         bootstrap_servers=bootstrap,
         metadata_log_dir=Path(log_dir),

@@ -9,6 +9,13 @@ checkpoint (`00000000000000000000-0000000000.checkpoint`, written by `format --s
 node starts as an observer and finds the leader through the bootstrap servers. Later changes
 come from the core as `VotersChanged` effects (the log's VotersRecords); `voter_endpoints` turns
 either into the `host:port` map the peer pool, DescribeCluster and Produce's node endpoints use.
+`local_endpoints` is what this node advertises as a voter (its VotersRecord entry, auto-join's
+AddRaftVoter, UpdateRaftVoter, the leader's NodeEndpoints): Kafka's
+`KafkaConfig.effectiveAdvertisedControllerListeners` + `ListenerInfo.withWildcardHostnamesResolved`
+— per controller listener its `advertised.listeners` entry, else its `listeners` entry, where a
+wildcard host (0.0.0.0) becomes this node's own `controller.quorum.voters` entry (first listener
+only) or the host's canonical name. So a pod bound to its IP advertises its stable DNS name and
+never rewrites the voter set to an address that dies with the pod.
 Invariants: a node never starts with neither a voter set nor bootstrap servers (one line naming
 the fixes); a voter with
 no endpoint on the controller listener is unreachable (left out of the map), never guessed.
@@ -16,6 +23,7 @@ no endpoint on the controller listener is unreachable (left out of the map), nev
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 from metaquorum.core.log import Snapshot
@@ -77,13 +85,21 @@ def startup_membership(
     )
 
 
+WILDCARD_HOSTS = ("0.0.0.0", "::")
+
+
 def local_endpoints(config: NodeConfig) -> tuple[ListenerEndpoint, ...]:
-    """This node's endpoints on its controller listeners (its entry in a VotersRecord)."""
-    return tuple(
-        ListenerEndpoint(name, config.listeners[name].host, config.listeners[name].port)
-        for name in config.controller_listener_names
-        if name in config.listeners
-    )
+    """This node's advertised endpoints on its controller listeners (its VotersRecord entry)."""
+    out = []
+    for i, name in enumerate(config.controller_listener_names):
+        endpoint = config.advertised_listeners.get(name) or config.listeners.get(name)
+        if endpoint is None:
+            continue
+        if name not in config.advertised_listeners and endpoint.host in WILDCARD_HOSTS:
+            own = config.voters.get(config.node_id) if i == 0 else None
+            endpoint = own or Endpoint(socket.getfqdn(), endpoint.port)
+        out.append(ListenerEndpoint(name, endpoint.host, endpoint.port))
+    return tuple(out)
 
 
 def bootstrap_endpoints(config: NodeConfig) -> tuple[ListenerEndpoint, ...]:

@@ -5,6 +5,7 @@ the peer pool follows `set_endpoints` (new, moved and removed voters)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from metaquorum.net.endpoint import ConfigError, Endpoint
 from metaquorum.protocol.messages import VoteRequestData
 from metaquorum.protocol.types import Uuid
 from metaquorum.runtime.config import config_from_properties
-from metaquorum.runtime.membership import startup_membership, voter_endpoints
+from metaquorum.runtime.membership import local_endpoints, startup_membership, voter_endpoints
 from metaquorum.runtime.peers import PeerPool
 from metaquorum.storage.formatter import DynamicVoter, ServerConfig, format_storage
 from metaquorum.storage.log import LogConfig
@@ -124,3 +125,38 @@ async def test_peer_pool_follows_the_voter_endpoints(tmp_path: Path) -> None:
             w.close()
         server.close()
         await server.wait_closed()
+
+
+# What a voter advertises (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners): a pod
+# binds its IP and advertises its stable name; before this, the runtime advertised the bound
+# address and its first leadership rewrote the formatted voter entry to the pod's IP.
+
+
+def test_a_voter_advertises_its_advertised_listener_not_its_bound_address(tmp_path: Path) -> None:
+    props = _props(
+        tmp_path,
+        {
+            "controller.quorum.bootstrap.servers": "mq-0.mq:9001",
+            "advertised.listeners": "CONTROLLER://mq-0.mq.ns.svc:9001",
+        },
+    )
+    ends = local_endpoints(config_from_properties(props))
+    assert [(e.name, e.host, e.port) for e in ends] == [("CONTROLLER", "mq-0.mq.ns.svc", 9001)]
+
+
+def test_a_wildcard_bind_advertises_the_own_static_voter_entry_else_the_host_name(
+    tmp_path: Path,
+) -> None:
+    props = _props(tmp_path, {"controller.quorum.voters": "1@node-1.example:9001"})
+    props["listeners"] = "CONTROLLER://0.0.0.0:9001"
+    assert local_endpoints(config_from_properties(props))[0].host == "node-1.example"
+    props = _props(tmp_path, {"controller.quorum.bootstrap.servers": "node-1.example:9001"})
+    props["listeners"] = "CONTROLLER://0.0.0.0:9001"
+    assert local_endpoints(config_from_properties(props))[0].host == socket.getfqdn() != "0.0.0.0"
+
+
+def test_advertising_the_meta_address_is_refused_with_the_fix(tmp_path: Path) -> None:
+    props = _props(tmp_path, {"controller.quorum.bootstrap.servers": "127.0.0.1:9001"})
+    props["advertised.listeners"] = "CONTROLLER://0.0.0.0:9001"
+    with pytest.raises(ConfigError, match=r"advertised\.listeners cannot use .*0\.0\.0\.0"):
+        config_from_properties(props)
