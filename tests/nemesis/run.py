@@ -251,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         seed = a.seed + k
         dynamic = a.dynamic or (a.mix and seed % 2 == 1)
         kinds = given
-        if dynamic and given == KINDS:
-            kinds += DYNAMIC_KINDS
+        if dynamic and (given == KINDS or a.mix):  # a campaign's dynamic seeds add them
+            kinds += tuple(k for k in DYNAMIC_KINDS if k not in given)
         if dynamic and a.with_wipe:
             kinds += WIPE_KINDS
         r = run(
