@@ -203,8 +203,9 @@ def campaign_totals(results: list[dict[str, Any]]) -> dict[str, Any]:
             by_kind[k] = by_kind.get(k, 0) + n
     avail = [r["availability"] for r in results if r.get("availability")]
 
-    def mean(key: str) -> float:
-        return round(sum(x[key] for x in avail) / max(1, len(avail)), 1)
+    def mean(key: str) -> float:  # over the runs that have it (a run may have no calm stretch)
+        values: list[float] = [x[key] for x in avail if key in x]
+        return round(sum(values) / max(1, len(values)), 1)
 
     return {
         "runs": len(results),

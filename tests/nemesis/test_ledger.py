@@ -52,3 +52,16 @@ def test_availability_counts_overlapping_fault_windows_once() -> None:
     a = availability(history, faults)
     assert a["acked_appends"] == 99 and 9 <= a["appends_per_s_in_faults"] <= 11
     assert 9 <= a["appends_per_s_calm"] <= 11
+
+
+def test_availability_clips_faults_to_the_run_and_has_no_calm_rate_without_calm() -> None:
+    """A fault held past the clients' last operation (a 30 s wipe, say) once left ~1e-9 s of
+    calm and reported 1.2e12 appends/s in calm stretches."""
+    s = 1_000_000_000
+    history = [
+        {"f": "append", "type": "ok", "call": 0, "return": t * s // 10} for t in range(1, 100)
+    ]
+    a = availability(history, [{"start": 0, "end": 20 * s}])
+    assert "appends_per_s_calm" not in a and 9 <= a["appends_per_s_in_faults"] <= 11
+    a = availability(history, [{"start": 5 * s, "end": 20 * s}])  # clipped at 9.9 s
+    assert 9 <= a["appends_per_s_in_faults"] <= 11 and 9 <= a["appends_per_s_calm"] <= 11
