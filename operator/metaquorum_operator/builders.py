@@ -30,6 +30,7 @@ from metaquorum_operator.model import (
     Owner,
     QuorumSpec,
 )
+from metaquorum_operator.tls_client import CA, COMBINED
 
 SPEC_HASH = "metaquorum.dev/spec-hash"
 CONFIG_HASH = "metaquorum.dev/config-hash"
@@ -114,19 +115,30 @@ def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
         AUTO_JOIN: "false",
     }
     if spec.tls_enabled:
+        # PEM key + chain and CA from the Secret mounted at TLS_DIR; the file locations are
+        # env (`tls_env`), as paths are. Mutual TLS between controllers, as Strimzi does.
         props.update(
             {
                 "ssl.keystore.type": "PEM",
-                # Kafka's PEM keystore file: the private key and the chain in one file
-                # (cert-manager: additionalOutputFormats CombinedPEM). Mutual TLS, as Strimzi.
-                "ssl.keystore.location": f"{TLS_DIR}/tls-combined.pem",
                 "ssl.truststore.type": "PEM",
-                "ssl.truststore.location": f"{TLS_DIR}/ca.crt",
                 "ssl.client.auth": "required",
             }
         )
     props.update(spec.config)
     return props
+
+
+def tls_env(spec: QuorumSpec) -> list[dict[str, Any]]:
+    """The TLS file locations in the mounted Secret, as METAQUORUM_<KEY> env (a path in env,
+    not in server.properties, like metadata.log.dir): Kafka's PEM keystore file holds the
+    private key and the chain (cert-manager: additionalOutputFormats CombinedPEM), the trust
+    store the CA (ca.crt). The CRD refuses these keys in spec.config."""
+    if not spec.tls_enabled:
+        return []
+    return [
+        {"name": "METAQUORUM_SSL_KEYSTORE_LOCATION", "value": f"{TLS_DIR}/{COMBINED}"},
+        {"name": "METAQUORUM_SSL_TRUSTSTORE_LOCATION", "value": f"{TLS_DIR}/{CA}"},
+    ]
 
 
 def server_properties(spec: QuorumSpec, names: Names) -> str:
@@ -250,6 +262,7 @@ def _env(spec: QuorumSpec, names: Names) -> list[dict[str, Any]]:
         {"name": "METAQUORUM_METADATA_LOG_DIR", "value": METADATA_LOG_DIR},
         # Not a METAQUORUM_<KEY> override: only `storage format --cluster-id` reads it.
         {"name": "CLUSTER_ID", "value": spec.cluster_id or ""},
+        *tls_env(spec),
     ]
     return env
 

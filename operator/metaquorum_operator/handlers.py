@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import kopf
 from kubernetes import client, config
 from metaquorum.admin.client import AdminError
+from metaquorum.net.endpoint import ConfigError
 
 from metaquorum_operator import metrics, observe, planner
 from metaquorum_operator.kube import Kube
@@ -50,6 +51,7 @@ from metaquorum_operator.model import (
 )
 from metaquorum_operator.observed import Observed, VoterKey
 from metaquorum_operator.status import compute_status, differs
+from metaquorum_operator.tls_client import SecretTls, tls_status
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
 MAX_STEPS = 8
@@ -134,7 +136,13 @@ def reconcile(
 
     try:
         run = run_steps(
-            kube, AdminQuorum(), desired, progress, on_action=done, on_failure=failed, clock=_now_ms
+            kube,
+            AdminQuorum(_secret_tls(kube)),
+            desired,
+            progress,
+            on_action=done,
+            on_failure=failed,
+            clock=_now_ms,
         )
     except planner.NotOwned as e:
         metrics.ERRORS.labels("NotOwned").inc()
@@ -160,11 +168,21 @@ def reconcile(
         progress=run.progress,
         settings=desired.operator.catch_up,
     )
+    new["tls"] = tls_status(quorum_spec)
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
     if differs(new, dict(status)):
         kube.write_status(names, new)
+
+
+def _secret_tls(kube: Kube) -> SecretTls:
+    """One SecretTls per process: it keeps each Secret's context until the Secret changes."""
+    found = _state.get("secret_tls")
+    if found is None:
+        found = _state["secret_tls"] = SecretTls(kube.core)
+    assert isinstance(found, SecretTls)
+    return found
 
 
 def _degraded_reason(status: kopf.Status) -> str | None:
@@ -193,7 +211,19 @@ class Quorum(Protocol):
 
 
 class AdminQuorum:
-    """The live quorum through metaquorum.admin, on the pods' stable names."""
+    """The live quorum through metaquorum.admin, on the pods' stable names; over mutual TLS with
+    the pods' certificate (tls_client.SecretTls) when spec.tls.enabled."""
+
+    def __init__(self, tls: SecretTls | None = None) -> None:
+        self.tls = tls
+
+    def _tls(self, desired: planner.Desired) -> observe.Tls:
+        spec = desired.spec
+        if not spec.tls_enabled:
+            return None
+        if self.tls is None or not spec.tls_secret_name:
+            raise ConfigError("spec.tls.enabled but the operator has no TLS Secret to read")
+        return self.tls.client(desired.names.namespace, spec.tls_secret_name)
 
     def describe(self, desired: planner.Desired, observed: Observed) -> observe.Observation:
         """DescribeQuorum in this worker thread, bounded by observe.DESCRIBE_TIMEOUT_S;
@@ -201,17 +231,27 @@ class AdminQuorum:
         sts = observed.statefulset
         if sts is None or sts.replicas == 0:
             return observe.Observation(None)
+        try:
+            tls = self._tls(desired)
+        except ConfigError as e:
+            return observe.Observation(None, str(e))
         port = desired.spec.controller_port
-        return observe.describe(observe.bootstrap_servers(desired.names, port, sts.replicas))
+        bootstrap = observe.bootstrap_servers(desired.names, port, sts.replicas)
+        return observe.describe(bootstrap, tls=tls)
 
     def change(
         self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
     ) -> None:
+        try:
+            tls = self._tls(desired)
+        except ConfigError as e:
+            raise AdminError(str(e)) from None
         port = desired.spec.controller_port
         members = max(desired.spec.replicas, action.key.id + 1)
         bootstrap = observe.bootstrap_servers(desired.names, port, members)
         # an added voter's endpoint: its pod's stable name
-        observe.change(action, bootstrap, (desired.names.pod_fqdn(action.key.id), port))
+        endpoint = (desired.names.pod_fqdn(action.key.id), port)
+        observe.change(action, bootstrap, endpoint, tls=tls)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -11,13 +11,17 @@ RemoveVoter to the leader as `kafka-metadata-quorum add-controller / remove-cont
 Invariants: `describe` never raises: any failure (no pod answers, no leader yet, timeout, a bad
 reply) is an `Observation` with `quorum=None` and a one-line `error`; it is bounded by
 `timeout_s` in total, and runs on its own event loop in the calling thread (the kopf timer's
-worker thread), so the operator's event loop never waits on a node.
+worker thread), so the operator's event loop never waits on a node. With `tls` (a quorum with
+spec.tls.enabled: tls_client.SecretTls) every connection is mutual TLS with the pods' own
+certificate, host names verified.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from metaquorum.admin.client import (
@@ -75,12 +79,17 @@ def observed_quorum_of(cluster_id: str | None, info: QuorumInfo) -> ObservedQuor
     )
 
 
-async def describe_async(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) -> Observation:
+Tls = Callable[[], ssl.SSLContext] | None
+
+
+async def describe_async(
+    bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S, tls: Tls = None
+) -> Observation:
     try:
         endpoints = parse_bootstrap(bootstrap)
     except AdminError as e:
         return Observation(None, str(e))
-    admin = AdminClient(endpoints, timeout_s=timeout_s)
+    admin = AdminClient(endpoints, timeout_s=timeout_s, tls=tls)
     admin.request_timeout_s = min(admin.request_timeout_s, max(timeout_s / 2, 0.1))
     try:
         async with asyncio.timeout(timeout_s):
@@ -98,9 +107,9 @@ async def describe_async(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) 
             await admin.close()
 
 
-def describe(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S) -> Observation:
+def describe(bootstrap: str, timeout_s: float = DESCRIBE_TIMEOUT_S, tls: Tls = None) -> Observation:
     """Blocking form for a worker thread (kopf runs sync handlers in its thread pool)."""
-    return asyncio.run(describe_async(bootstrap, timeout_s))
+    return asyncio.run(describe_async(bootstrap, timeout_s, tls))
 
 
 async def change_async(
@@ -108,10 +117,11 @@ async def change_async(
     bootstrap: str,
     endpoint: tuple[str, int],
     timeout_s: float = CHANGE_TIMEOUT_S,
+    tls: Tls = None,
 ) -> None:
     """Send one voter change to the leader; returns once it is committed, raises AdminError
     with a one-line reason otherwise. `endpoint` is an added voter's CONTROLLER listener."""
-    admin = AdminClient(parse_bootstrap(bootstrap), timeout_s=timeout_s)
+    admin = AdminClient(parse_bootstrap(bootstrap), timeout_s=timeout_s, tls=tls)
     key = action.key
     directory = Uuid.from_string(key.directory_id or ZERO_DIRECTORY_ID)
     try:
@@ -135,6 +145,7 @@ def change(
     bootstrap: str,
     endpoint: tuple[str, int],
     timeout_s: float = CHANGE_TIMEOUT_S,
+    tls: Tls = None,
 ) -> None:
     """Blocking form for a worker thread."""
-    asyncio.run(change_async(action, bootstrap, endpoint, timeout_s))
+    asyncio.run(change_async(action, bootstrap, endpoint, timeout_s, tls))

@@ -1,15 +1,20 @@
 """The operator's own TLS client material for a MetadataQuorum with `spec.tls.enabled`.
 
 Role: from the data of the Secret the pods mount (`spec.tls.secretName`: base64 values as the
-API returns them), the client context the operator's DescribeQuorum connection needs
-(`AdminClient(..., tls=...)`): the same certificate and CA the nodes use (usages server auth and
-client auth), with hostname verification of the pods' stable names, as a node's raft client.
-Accepts `tls-combined.pem` (key + chain, what the nodes read) or `tls.crt` + `tls.key`, and
-`ca.crt`; the PEM travels in memory through Kafka's in-config keys
+API returns them), the client context the operator's DescribeQuorum and Add/RemoveRaftVoter
+connections need (`AdminClient(..., tls=...)`): the same certificate and CA the nodes use
+(usages server auth and client auth), with hostname verification of the pods' stable names, as a
+node's raft client. `client_tls_from_secret` accepts `tls-combined.pem` (key + chain) or
+`tls.crt` + `tls.key`, and `ca.crt`; the PEM travels in memory through Kafka's in-config keys
 (`ssl.keystore.certificate.chain` / `ssl.keystore.key` / `ssl.truststore.certificates`).
+`SecretTls` reads the Secret (an uncached GET each reconcile, RBAC `get` on Secrets: the chart's
+`rbac.secretNamespaces`) and rebuilds the context only when the Secret's resourceVersion changes,
+so a certificate cert-manager renews is used from the next reconcile on. It also checks what the
+nodes need (`NODE_KEYS`: the pods read `tls-combined.pem` and `ca.crt` from the mounted Secret),
+so a Secret the pods cannot use shows in the status, not only as crash-looping pods.
 
-Invariants: pure apart from building the context; a Secret that lacks what is needed raises
-`ConfigError` with one line naming the Secret key and the fix.
+Invariants: a Secret that is absent, unreadable or lacks what is needed raises `ConfigError`
+with one line naming the Secret (and key) and the fix; never a plaintext fallback.
 """
 
 from __future__ import annotations
@@ -19,10 +24,14 @@ import binascii
 import re
 import ssl
 from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from kubernetes.client.exceptions import ApiException
 from metaquorum.net.endpoint import ConfigError
 from metaquorum.net.tls import TlsContexts
 from metaquorum.net.tls_settings import client_tls_settings
+
+from metaquorum_operator.model import QuorumSpec
 
 _KEY = re.compile(
     r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----.*?-----END (?:[A-Z]+ )?PRIVATE KEY-----", re.S
@@ -74,3 +83,74 @@ def client_tls_from_secret(
     )
     assert settings is not None
     return TlsContexts(settings).client
+
+
+# What the pods read from the mounted Secret (builders: ssl.keystore.location / truststore).
+COMBINED, CA = "tls-combined.pem", "ca.crt"
+NODE_KEYS = (COMBINED, CA)
+
+
+def check_node_keys(data: Mapping[str, str], secret: str) -> None:
+    """Refuse a Secret the nodes could not start with (one line: the key and the fix)."""
+    for key in NODE_KEYS:
+        if key not in data:
+            fix = (
+                "add additionalOutputFormats: [{type: CombinedPEM}] to its cert-manager "
+                "Certificate (the nodes read the private key and chain from tls-combined.pem)"
+                if key == COMBINED
+                else "use an issuer that writes ca.crt (cert-manager's CA issuer does)"
+            )
+            raise ConfigError(f"Secret {secret} has no {key}: {fix}")
+
+
+class SecretReader(Protocol):
+    """`read_namespaced_secret` of kubernetes.client.CoreV1Api (a model in the unit tests)."""
+
+    def read_namespaced_secret(self, name: str, namespace: str) -> Any: ...
+
+
+class SecretTls:
+    """The operator's client context per TLS Secret, rebuilt when the Secret changes."""
+
+    def __init__(self, api: SecretReader) -> None:
+        self.api = api
+        self._cache: dict[tuple[str, str], tuple[str, Callable[[], ssl.SSLContext]]] = {}
+
+    def client(self, namespace: str, secret: str) -> Callable[[], ssl.SSLContext]:
+        where = f"{namespace}/{secret}"
+        try:
+            obj = self.api.read_namespaced_secret(secret, namespace)
+        except ApiException as e:
+            if e.status == 404:
+                raise ConfigError(
+                    f"Secret {where} (spec.tls.secretName) does not exist: create it, e.g. "
+                    "with a cert-manager Certificate (docs/operator.md)"
+                ) from None
+            if e.status == 403:
+                raise ConfigError(
+                    f"the operator may not read Secret {where}: add {namespace} to the chart's "
+                    "rbac.secretNamespaces (or set operator.watchNamespace)"
+                ) from None
+            raise ConfigError(f"cannot read Secret {where}: {e.status} {e.reason}") from None
+        version = str(obj.metadata.resource_version or "")
+        cached = self._cache.get((namespace, secret))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        data = dict(obj.data or {})
+        check_node_keys(data, where)
+        provider = client_tls_from_secret(data, where)
+        self._cache[(namespace, secret)] = (version, provider)
+        return provider
+
+
+def tls_status(spec: QuorumSpec) -> dict[str, Any]:
+    """`status.tls`: the CONTROLLER listener's security as the operator configures the pods
+    and connects to them itself (its DescribeQuorum answering with TLS on means it works)."""
+    if not spec.tls_enabled:
+        return {"enabled": False, "securityProtocol": "PLAINTEXT"}
+    return {
+        "enabled": True,
+        "securityProtocol": "SSL",
+        "clientAuth": spec.config.get("ssl.client.auth", "required").lower(),
+        "secretName": spec.tls_secret_name,
+    }

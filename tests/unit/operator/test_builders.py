@@ -122,12 +122,28 @@ def test_tls_adds_the_secret_volume_and_ssl_listener() -> None:
     assert {"name": "tls", "secret": {"secretName": "certs"}} in sts["volumes"]
     p = props(builders.configmap(spec, NAMES, OWNER)["data"]["server.properties"])
     assert p["listener.security.protocol.map"] == "CONTROLLER:SSL"
-    # What the node reads and accepts (net/tls_settings.py): a PEM keystore file, mutual TLS.
+    # What the node reads and accepts (net/tls_settings.py): the file plus the container's
+    # METAQUORUM_<KEY> env, as runtime/config.load_config merges them: a PEM keystore file in
+    # the mounted Secret, mutual TLS. Both containers (format, node) get the same.
     from metaquorum.net.tls_settings import server_tls_settings
+    from metaquorum.runtime.config import env_overrides
 
-    tls = server_tls_settings(p, "CONTROLLER")
-    assert tls is not None and tls.client_auth == "required"
-    assert str(tls.keystore_location).endswith("/tls-combined.pem")
+    mount = next(m for m in sts["containers"][0]["volumeMounts"] if m["name"] == "tls")
+    for c in (sts["containers"][0], sts["initContainers"][0]):
+        env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+        tls = server_tls_settings({**p, **env_overrides(env)}, "CONTROLLER")
+        assert tls is not None and tls.client_auth == "required"
+        assert str(tls.keystore_location) == f"{mount['mountPath']}/tls-combined.pem"
+        assert str(tls.truststore_location) == f"{mount['mountPath']}/ca.crt"
+    # Paths never in the file (the e2e stand-in rewrites mount paths in env, not in files).
+    assert not any(k.endswith(".location") for k in p)
+
+
+def test_plaintext_has_no_tls_env_or_volume() -> None:
+    sts = builders.statefulset(QuorumSpec(), NAMES, OWNER, 3)["spec"]["template"]["spec"]
+    assert all(v["name"] != "tls" for v in sts["volumes"])
+    names = {e["name"] for e in sts["containers"][0]["env"]}
+    assert not any(n.startswith("METAQUORUM_SSL_") for n in names)
 
 
 def test_services_and_pdb() -> None:
