@@ -88,10 +88,10 @@ CASES: list[tuple[dict[str, str], str, str | None]] = [
 ]
 
 
+@pytest.mark.usefixtures("crd")
 @pytest.mark.parametrize(("config", "message", "node"), CASES, ids=lambda v: str(v)[:40])
 def test_crd_refuses_what_the_node_refuses(
     cluster: Cluster,
-    crd: None,
     namespace: str,
     config: dict[str, str],
     message: str,
