@@ -31,6 +31,7 @@ from bench.peers.etcd import ETCD_VERSION, EtcdCluster
 from bench.peers.kafka import TestRaftCluster
 from bench.peers.ours import OursCluster
 from bench.peers.pysyncobj_peer import PySyncObjCluster
+from bench.tls import BenchTls
 from bench.workloads import (
     closed_loop,
     failover_etcd,
@@ -94,6 +95,11 @@ def meta(mode: str) -> dict[str, Any]:
     }
 
 
+def _tls(cfg: dict[str, Any], work: Path) -> BenchTls | None:
+    """--tls: a fresh PKI for each cluster of ours (bench/tls.py)."""
+    return BenchTls.create(work / "pki") if cfg.get("tls") else None
+
+
 def _guard(results: dict[str, Any], key: str, fn: Callable[[], Any]) -> None:
     try:
         results[key] = fn()
@@ -122,7 +128,7 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
     kw = {"seconds": cfg["seconds"], "warmup": cfg["warmup"], "work": work, "progress": progress}
 
     def ours_closed() -> list[dict[str, Any]]:
-        c = OursCluster(work / "ours")
+        c = OursCluster(work / "ours", tls=_tls(cfg, work))
         try:
             c.start()
             rows = closed_loop(c, cfg["clients"], **kw)
@@ -149,7 +155,7 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
 
     def ours_plain_linger_closed() -> list[dict[str, Any]]:
         extra = {"metaquorum.append.linger.adaptive": "false"}
-        c = OursCluster(work / "ours-plain-linger", extra)
+        c = OursCluster(work / "ours-plain-linger", extra, tls=_tls(cfg, work))
         c.name = "ours-plain-linger"
         try:
             c.start()
@@ -215,7 +221,7 @@ def _perf_one(
     base = work / f"{name}-perf-{rate}"
     c: OursCluster | TestRaftCluster
     c = (
-        OursCluster(base, perf_test=(rate, 100))
+        OursCluster(base, perf_test=(rate, 100), tls=_tls(cfg, work))
         if name == "ours"
         else TestRaftCluster(base, rate, 100)
     )
@@ -268,6 +274,7 @@ def _profile(c: OursCluster, cfg: dict[str, Any], work: Path, out: Path) -> dict
         warmup=0.5,
         pids=list(c.pids().values()),
         template=tpl,
+        extra_args=c.goload_args(),
     )
     spy.wait(60)
     if not raw.exists():
@@ -294,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, help="measurement window per closed-loop point")
     p.add_argument("--perf-seconds", type=float, help="run time per perf-test rate")
     p.add_argument("--no-report", action="store_true")
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        default=os.environ.get("BENCH_TLS", "") not in ("", "0"),
+        help="ours on mutual TLS, its load generator too (bench/tls.py; also BENCH_TLS=1)",
+    )
     a = p.parse_args(argv)
     systems = [s for s in a.only.split(",") if s]
     unknown = set(systems) - set(SYSTEMS)
@@ -316,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg["seconds"] = a.seconds
     if a.perf_seconds:
         cfg["perf_seconds"] = a.perf_seconds
-    mode = "quick" if a.quick else "full"
+    cfg["tls"] = a.tls
+    mode = ("quick" if a.quick else "full") + ("-tls" if a.tls else "")
     t0 = time.monotonic()
     path = run(cfg, systems, a.work, a.out, mode)
     print(f"results: {path} ({time.monotonic() - t0:.0f} s)")

@@ -151,7 +151,7 @@ def goload_binary() -> Path:
     """Build bench/goload (cached under $CACHE/bench by a hash of its sources) and return it."""
     src = REPO / "bench" / "goload"
     h = hashlib.sha256()
-    for name in ("main.go", "go.mod", "go.sum"):
+    for name in ("main.go", "tls.go", "go.mod", "go.sum"):
         h.update((src / name).read_bytes())
     out = CACHE / "bench" / f"goload-{h.hexdigest()[:12]}"
     if out.exists():

@@ -41,8 +41,10 @@ def goload(
     warmup: float,
     pids: list[int],
     template: Path | None = None,
+    extra_args: list[str] | None = None,
 ) -> dict[str, Any]:
     argv = [str(goload_binary()), "-mode", mode, "-endpoints", ",".join(endpoints)]
+    argv += extra_args or []
     argv += ["-clients", str(clients), "-duration", f"{seconds}s", "-warmup", f"{warmup}s"]
     argv += ["-pids", ",".join(map(str, pids))]
     if template is not None:
@@ -83,6 +85,7 @@ def closed_loop(
                 warmup=warmup,
                 pids=pids,
                 template=tpl,
+                extra_args=system.goload_args(),
             )
         else:
             eps = system.endpoints_leader_first()

@@ -7,6 +7,7 @@
 //     the request frame is built by the Python harness with our codec (-template), the client
 //     patches only the correlation id; a NOT_LEADER_OR_FOLLOWER or a lost connection moves
 //     the client to the next endpoint.
+//     With -tls-ca (tls.go) the connections are TLS, mutual with -tls-cert.
 //   - mode "etcd": etcd's gRPC KV Put through the official clientv3 (one client per worker).
 //
 // Output: one JSON object on stdout with the ops counted in the measurement window (after
@@ -184,13 +185,12 @@ func errorCode(b []byte) (int16, error) {
 
 func (p *produceConn) once(timeout time.Duration) error {
 	if p.conn == nil {
-		c, err := net.DialTimeout("tcp", p.endpoints[p.idx], 5*time.Second)
+		c, err := dial(p.endpoints[p.idx])
 		if err != nil {
 			p.reconnect()
 			time.Sleep(5 * time.Millisecond)
 			return err
 		}
-		c.(*net.TCPConn).SetNoDelay(true)
 		p.conn = c
 	}
 	p.cid++
@@ -245,8 +245,7 @@ func produceWorkers(endpoints []string, template []byte, clients int) []worker {
 		pc := &produceConn{endpoints: endpoints, idx: 0, frame: frame}
 		// Connect now, one at a time, so a burst of 1,024 connects cannot overflow the
 		// server's listen backlog and count as write errors.
-		if c, err := net.DialTimeout("tcp", endpoints[0], 5*time.Second); err == nil {
-			c.(*net.TCPConn).SetNoDelay(true)
+		if c, err := dial(endpoints[0]); err == nil {
 			pc.conn = c
 		}
 		ws[i] = func(ctx context.Context, id int) (time.Duration, error) {
@@ -321,7 +320,18 @@ func main() {
 	templatePath := flag.String("template", "", "Produce request frame (produce)")
 	pidList := flag.String("pids", "", "server process ids whose CPU to measure over the window")
 	events := flag.Bool("events", false, "print new raft terms seen on stderr (etcd)")
+	tlsCA := flag.String("tls-ca", "", "produce over TLS: PEM CA certificates to trust")
+	tlsCert := flag.String("tls-cert", "", "client certificate chain PEM (mutual TLS)")
+	tlsKey := flag.String("tls-key", "", "its private key PEM (default: -tls-cert)")
 	flag.Parse()
+	if *tlsCA != "" {
+		cfg, err := loadTLS(*tlsCA, *tlsCert, *tlsKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "goload: TLS:", err)
+			os.Exit(1)
+		}
+		tlsConfig = cfg
+	}
 	eventsOut = *events
 	endpoints := strings.Split(*eps, ",")
 	var pids []int

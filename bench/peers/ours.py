@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from metaquorum.net.connection import KafkaConnection
@@ -33,6 +35,7 @@ from metaquorum.runtime.produce import (
 
 from bench.common import cpu_seconds
 from bench.peers.kafka import SUMMARY, Summary
+from bench.tls import BenchTls
 
 TOPIC = "__cluster_metadata"
 
@@ -81,10 +84,16 @@ class OursCluster:
         extra: dict[str, str] | None = None,
         *,
         perf_test: tuple[int, int] | None = None,
+        tls: BenchTls | None = None,
     ) -> None:
         """`perf_test=(throughput, record_size)` runs `metaquorum perf-test` instead of
-        `metaquorum server start` (the leader generates its own load, as TestRaftServer)."""
+        `metaquorum server start` (the leader generates its own load, as TestRaftServer);
+        `tls`: the controller listener on mutual TLS (bench/tls.py), the harness's own
+        DescribeQuorum polls and the load generator too."""
         shutil.rmtree(base, ignore_errors=True)
+        self.tls = tls
+        if tls is not None:
+            extra = {**(extra or {}), **tls.server_props()}
         self.quorum = LocalQuorum(base, 3, extra=extra)
         self.cpu_dead: dict[int, float] = {}
         self.perf_test = perf_test
@@ -120,6 +129,12 @@ class OursCluster:
         lid, _ = self.leader()
         others = [n.address for i, n in self.quorum.nodes.items() if i != lid]
         return [self.quorum.nodes[lid].address, *others]
+
+    def _client(self) -> Callable[[], ssl.SSLContext] | None:
+        return None if self.tls is None else self.tls.client()
+
+    def goload_args(self) -> list[str]:
+        return [] if self.tls is None else self.tls.goload_args()
 
     def cpu(self) -> float:
         total = sum(self.cpu_dead.values())
@@ -170,7 +185,9 @@ class OursCluster:
         return Summary(*(float(x) for x in found[-1])) if found else None
 
     async def high_watermark(self, leader: int, epoch: int) -> int | None:
-        conn = KafkaConnection("127.0.0.1", self.quorum.nodes[leader].port, connect_timeout_s=1)
+        conn = KafkaConnection(
+            "127.0.0.1", self.quorum.nodes[leader].port, connect_timeout_s=1, tls=self._client()
+        )
         try:
             view = await leader_view(conn)
         finally:
@@ -183,7 +200,9 @@ class OursCluster:
         """Poll the survivors every 5 ms: the wall time at which one answers DescribeQuorum as
         leader of an epoch > old_epoch with a high watermark (its epoch's first commit)."""
         conns = [
-            KafkaConnection("127.0.0.1", n.port, connect_timeout_s=0.5, backoff_max_ms=50)
+            KafkaConnection(
+                "127.0.0.1", n.port, connect_timeout_s=0.5, backoff_max_ms=50, tls=self._client()
+            )
             for i, n in self.quorum.nodes.items()
             if i != exclude
         ]
