@@ -26,7 +26,7 @@ help:
 	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
-	@echo "make bench-quick a ~2 minute smoke run of the benchmarks"
+	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
 
 $(UV):
