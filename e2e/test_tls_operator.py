@@ -198,3 +198,40 @@ def test_a_tls_quorum_forms_and_refuses_plaintext(
         describe_tls(ns, client_tls(pki, with_cert=False))
     # the quorum is unaffected
     assert describe_tls(ns, client_tls(pki)).leader_id >= 0
+
+
+def test_a_secret_the_operator_cannot_use_is_named_in_the_status(
+    cluster: Cluster, operator: str, namespace: str, tmp_path: Path
+) -> None:
+    """No RBAC grant for this namespace: the Available condition names the chart value; once
+    granted, a Secret without tls-combined.pem (a Certificate without CombinedPEM) is named with
+    the fix. Never a plaintext connection instead."""
+    ns = namespace
+    pki = Pki.create(tmp_path / "pki")
+    make_secret(cluster, ns, pki)
+    cluster.core.patch_namespaced_secret(
+        "quorum-tls", ns, [{"op": "remove", "path": "/data/tls-combined.pem"}]
+    )
+    cluster.helm(
+        "upgrade", "metaquorum", str(HERE.parent / "charts" / "metaquorum"), "--namespace",
+        operator, "--reuse-values", "--set-json", "rbac.secretNamespaces=[]",
+    )  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=tls_sample(ns))
+
+    def unavailable(phrase: str) -> dict[str, Any] | None:
+        c = cond(mq(cluster, ns), "Available")
+        ok = c.get("reason") == "QuorumUnreachable" and phrase in c.get("message", "")
+        return c if ok else None
+
+    c = wait_for(lambda: unavailable("may not read Secret"), 120, "the RBAC refusal in status")
+    assert c["message"] == (
+        f"the operator may not read Secret {ns}/quorum-tls: add {ns} to the chart's "
+        "rbac.secretNamespaces (or set operator.watchNamespace)"
+    )
+    cluster.helm(
+        "upgrade", "metaquorum", str(HERE.parent / "charts" / "metaquorum"), "--namespace",
+        operator, "--reuse-values", "--set", f"rbac.secretNamespaces={{{ns}}}",
+    )  # fmt: skip
+    c = wait_for(lambda: unavailable("has no tls-combined.pem"), 120, "the missing key in status")
+    assert "additionalOutputFormats: [{type: CombinedPEM}]" in c["message"]
+    assert mq(cluster, ns)["status"].get("leader") is None
