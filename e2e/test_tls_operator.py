@@ -10,7 +10,9 @@ Secrets in this namespace (helm upgrade --set rbac.secretNamespaces). Shown:
 - status.tls and the Security column say SSL; the status agrees with DescribeQuorum sent from
   the test over mutual TLS; each node logs its listener as SSL with client auth required;
 - a plaintext ApiVersions request to a pod's controller port gets no byte back and the node
-  logs the refusal; a TLS client without a certificate is refused at the handshake.
+  logs the refusal; a TLS client without a certificate is refused at the handshake;
+- Kafka 4.3.1's MetadataQuorumCommand with --command-config (mutual TLS, PEM stores) agrees.
+A Secret the operator cannot read, or one without tls-combined.pem, is named in the status.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import shutil
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -106,6 +111,34 @@ def plaintext_probe(ip: str) -> bytes:
             return s.recv(4096)
         except (ConnectionResetError, TimeoutError):
             return b""
+
+
+def kafka_describe(cluster: Cluster, ns: str, command_config: Path) -> dict[str, Any]:
+    """Kafka's `MetadataQuorumCommand --command-config F describe --status` through the pods'
+    stable names (the JVM reads the stand-in's hosts file: jdk.net.hosts.file)."""
+    if shutil.which("java") is None or cluster.hosts_file is None:
+        pytest.skip("Kafka's tool needs java and the stand-in's hosts file")
+    root = HERE.parent
+    env = {**os.environ, "KAFKA_VERSION": (root / "KAFKA_VERSION").read_text().strip()}
+    jars = subprocess.run(
+        [str(root / "scripts" / "kafka-jars.sh")], check=True, capture_output=True, text=True,
+        env=env,
+    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    boot = ",".join(f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:{PORT}" for i in range(3))
+    out = subprocess.run(
+        [
+            "java", f"-Djdk.net.hosts.file={cluster.hosts_file}", "-XX:TieredStopAtLevel=1",
+            "-cp", f"{jars}/*", "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-controller", boot, "--command-config", str(command_config),
+            "describe", "--status",
+        ],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    return {
+        "leader": int(fields["LeaderId"]),
+        "voters": {v["id"]: v["directoryId"] for v in json.loads(fields["CurrentVoters"])},
+    }
 
 
 def tls_sample(ns: str) -> str:
@@ -198,6 +231,15 @@ def test_a_tls_quorum_forms_and_refuses_plaintext(
         describe_tls(ns, client_tls(pki, with_cert=False))
     # the quorum is unaffected
     assert describe_tls(ns, client_tls(pki)).leader_id >= 0
+
+    # Kafka 4.3.1's own tool over mutual TLS (Java's TLS stack, PEM stores, host names checked
+    # against the pods' wildcard certificate) agrees with the status (last: it needs java).
+    props = tmp_path / "client.properties"
+    props.write_text(client_props(pki.ca, pki.issue("kafka-tool")))
+    kafka = kafka_describe(cluster, ns, props)
+    st = mq(cluster, ns)["status"]
+    assert kafka["voters"] == {v["id"]: v["directoryId"] for v in st["voters"]}
+    assert kafka["leader"] == st["leader"]
 
 
 def test_a_secret_the_operator_cannot_use_is_named_in_the_status(
