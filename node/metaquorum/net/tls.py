@@ -87,18 +87,34 @@ def _load_keystore(ctx: ssl.SSLContext, s: TlsSettings) -> None:
         if s.keystore_location is not None:
             ctx.load_cert_chain(str(s.keystore_location), password=s.key_password)
             return
-        # Python loads a chain from files only: a private 0600 temp file, removed at once.
-        with tempfile.TemporaryDirectory(prefix="metaquorum-tls-") as tmp:
-            path = Path(tmp) / "keystore.pem"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="ascii") as f:
-                f.write(f"{s.keystore_key}\n{s.keystore_chain}\n")
-            ctx.load_cert_chain(str(path), password=s.key_password)
+        pem = f"{s.keystore_key}\n{s.keystore_chain}\n".encode("ascii")
+        _load_chain_from_memory(ctx, pem, s.key_password)
     except (ssl.SSLError, OSError, ValueError) as e:
         raise ConfigError(
             f"{what}: cannot load the certificate and key: {_reason(e)}: give a PEM certificate "
             "chain with its private key (and ssl.key.password if the key is encrypted)"
         ) from None
+
+
+def _load_chain_from_memory(ctx: ssl.SSLContext, pem: bytes, password: str | None) -> None:
+    """Python loads a chain from a path only. Linux: an anonymous memory file (memfd) read
+    through /proc, so the key touches no file system and a read-only root file system (the
+    operator's pod) is no obstacle; elsewhere a private 0600 temp file, removed at once."""
+    if hasattr(os, "memfd_create") and Path("/proc/self/fd").is_dir():
+        fd = os.memfd_create("metaquorum-keystore", os.MFD_CLOEXEC)
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as f:
+                f.write(pem)
+            ctx.load_cert_chain(f"/proc/self/fd/{fd}", password=password)
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="metaquorum-tls-") as tmp:
+        path = Path(tmp) / "keystore.pem"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        ctx.load_cert_chain(str(path), password=password)
 
 
 def _reason(e: BaseException) -> str:

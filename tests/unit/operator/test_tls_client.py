@@ -30,8 +30,17 @@ def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
+@pytest.mark.parametrize("read_only_tmp", [False, True])
 @pytest.mark.parametrize("layout", ["combined", "kubernetes.io/tls"])
-def test_secret_gives_a_client_that_passes_mutual_tls(tmp_path: Path, layout: str) -> None:
+def test_secret_gives_a_client_that_passes_mutual_tls(
+    tmp_path: Path, layout: str, read_only_tmp: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if read_only_tmp:
+        # The chart runs the operator with readOnlyRootFilesystem: no temp file may be needed
+        # to load the key and chain held in memory (net/tls.py: a memfd on Linux).
+        import tempfile
+
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "read-only-root" / "tmp"))
     pki = Pki.create(tmp_path)
     node = pki.issue("node")
     pki.issue("pod")
