@@ -223,7 +223,8 @@ class AdminQuorum:
             return None
         if self.tls is None or not spec.tls_secret_name:
             raise ConfigError("spec.tls.enabled but the operator has no TLS Secret to read")
-        return self.tls.client(desired.names.namespace, spec.tls_secret_name)
+        algorithm = spec.config.get("ssl.endpoint.identification.algorithm", "https")
+        return self.tls.client(desired.names.namespace, spec.tls_secret_name, algorithm)
 
     def describe(self, desired: planner.Desired, observed: Observed) -> observe.Observation:
         """DescribeQuorum in this worker thread, bounded by observe.DESCRIBE_TIMEOUT_S;

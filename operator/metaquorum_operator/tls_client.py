@@ -49,9 +49,11 @@ def _text(data: Mapping[str, str], key: str, secret: str) -> str | None:
 
 
 def client_tls_from_secret(
-    data: Mapping[str, str], secret: str = "the TLS Secret"
+    data: Mapping[str, str], secret: str = "the TLS Secret", endpoint_identification: str = "https"
 ) -> Callable[[], ssl.SSLContext]:
-    """The client context provider for `AdminClient(tls=...)` from the Secret's `data`."""
+    """The client context provider for `AdminClient(tls=...)` from the Secret's `data`;
+    `endpoint_identification`: the quorum's `ssl.endpoint.identification.algorithm` (its raft
+    clients' host name check, which the operator follows as one more client)."""
     ca = _text(data, "ca.crt", secret)
     if ca is None:
         raise ConfigError(
@@ -79,6 +81,7 @@ def client_tls_from_secret(
             "ssl.keystore.key": key,
             "ssl.truststore.type": "PEM",
             "ssl.truststore.certificates": ca,
+            "ssl.endpoint.identification.algorithm": endpoint_identification,
         }
     )
     assert settings is not None
@@ -114,9 +117,11 @@ class SecretTls:
 
     def __init__(self, api: SecretReader) -> None:
         self.api = api
-        self._cache: dict[tuple[str, str], tuple[str, Callable[[], ssl.SSLContext]]] = {}
+        self._cache: dict[tuple[str, str, str], tuple[str, Callable[[], ssl.SSLContext]]] = {}
 
-    def client(self, namespace: str, secret: str) -> Callable[[], ssl.SSLContext]:
+    def client(
+        self, namespace: str, secret: str, endpoint_identification: str = "https"
+    ) -> Callable[[], ssl.SSLContext]:
         where = f"{namespace}/{secret}"
         try:
             obj = self.api.read_namespaced_secret(secret, namespace)
@@ -133,13 +138,14 @@ class SecretTls:
                 ) from None
             raise ConfigError(f"cannot read Secret {where}: {e.status} {e.reason}") from None
         version = str(obj.metadata.resource_version or "")
-        cached = self._cache.get((namespace, secret))
+        key = (namespace, secret, endpoint_identification)
+        cached = self._cache.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
         data = dict(obj.data or {})
         check_node_keys(data, where)
-        provider = client_tls_from_secret(data, where)
-        self._cache[(namespace, secret)] = (version, provider)
+        provider = client_tls_from_secret(data, where, endpoint_identification)
+        self._cache[key] = (version, provider)
         return provider
 
 

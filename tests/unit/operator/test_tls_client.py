@@ -175,7 +175,16 @@ def test_admin_quorum_connects_with_tls_only_for_a_tls_quorum(
     add = planner.AddVoter(VoterKey(1, "AAAAAAAAAAAAAAAAAAAAAQ"), "test")
     quorum.change(add, on)
     assert calls[0] is None and callable(calls[1]) and calls[2] is calls[1]
-    assert isinstance(calls[1](), ssl.SSLContext)
+    assert isinstance(calls[1](), ssl.SSLContext) and calls[1]().check_hostname
+    # the quorum's own ssl.endpoint.identification.algorithm (empty: no host name check)
+    lax = QuorumSpec(
+        tls_enabled=True,
+        tls_secret_name="q-tls",
+        config={"ssl.endpoint.identification.algorithm": ""},
+    )
+    quorum.describe(planner.Desired(lax, names, owner), seen)
+    assert not calls[3]().check_hostname and calls[3]().verify_mode == ssl.CERT_REQUIRED
+    del calls[3]
     # A missing Secret is the observation's one-line error; a voter change fails with it.
     missing = planner.Desired(QuorumSpec(tls_enabled=True, tls_secret_name="gone"), names, owner)
     obs = quorum.describe(missing, seen)
