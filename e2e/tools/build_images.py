@@ -300,10 +300,47 @@ def build_one(name: str, cache: Path, force: bool) -> tuple[str, Path]:
     return ref, archive
 
 
+def static_image(binary: Path, ref: str, cache: Path) -> Path:
+    """A one-file image: a static binary as /<name> and its entrypoint (the sandbox's pause)."""
+    h = hashlib.sha256(binary.read_bytes() + ref.encode() + Path(__file__).read_bytes())
+    name = ref.rsplit("/", 1)[-1].split(":", maxsplit=1)[0]
+    out = cache / f"{name}-{h.hexdigest()[:16]}"
+    archive = out / "image.tar"
+    if archive.exists():
+        return archive
+    shutil.rmtree(out, ignore_errors=True)
+    layout, bundle, tag = out / "oci", out / "bundle", ref.rsplit(":", 1)[1]
+    out.mkdir(parents=True)
+    run("umoci", "init", "--layout", layout)
+    run("umoci", "new", "--image", f"{layout}:{tag}")
+    run("umoci", "unpack", "--image", f"{layout}:{tag}", bundle, stdout=subprocess.DEVNULL)
+    shutil.copy2(binary, bundle / "rootfs" / name)
+    run("umoci", "repack", "--image", f"{layout}:{tag}", bundle)
+    run("umoci", "config", "--image", f"{layout}:{tag}", f"--config.entrypoint=/{name}",
+        "--config.user=65535:65535")  # fmt: skip
+    run("umoci", "gc", "--layout", layout)
+    index = json.loads((layout / "index.json").read_text())
+    for m in index["manifests"]:
+        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
+    (layout / "index.json").write_text(json.dumps(index))
+    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
+    shutil.rmtree(layout)
+    shutil.rmtree(bundle)
+    (out / "image.tmp").rename(archive)
+    return archive
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help=f"some of {', '.join(IMAGES)} (default: all)")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
+    ap.add_argument(
+        "--static",
+        action="append",
+        default=[],
+        metavar="BINARY=REF",
+        help="also make a one-binary image (e.g. the pause program as registry.k8s.io/pause:3.10)",
+    )
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("build-images: needs root (chroot into the image's root filesystem)", file=sys.stderr)
@@ -322,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"build-images: {name}: {e}", file=sys.stderr)
                 return 1
             print(f"{name}\t{ref}\t{archive}")
+        for spec in args.static:
+            binary, _, ref = spec.partition("=")
+            name = ref.rsplit("/", 1)[-1].split(":")[0]
+            print(f"{name}\t{ref}\t{static_image(Path(binary), ref, cache)}")
     log(f"done in {time.monotonic() - t0:.1f} s")
     return 0
 
