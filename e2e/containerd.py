@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from controlplane import stop_pid  # noqa: E402
+from controlplane import mounts_under, stop_pid  # noqa: E402
 
 CNI_BIN = "/usr/lib/cni"
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10"
@@ -59,7 +59,7 @@ oom_score = 0
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
-  restrict_oom_score_adj = false
+  restrict_oom_score_adj = true  # lowering it (the sandbox asks -998) is refused here
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -140,15 +140,6 @@ class Containerd:
         self.proc = None
 
 
-def _mounts_under(root: Path) -> list[str]:
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        mnt = line.split()[4].replace("\\040", " ")
-        if mnt == str(root) or mnt.startswith(f"{root}/"):
-            out.append(mnt)
-    return sorted(out, key=len, reverse=True)
-
-
 def _our_shims(address: Path) -> list[int]:
     pids = []
     for d in Path("/proc").iterdir():
@@ -185,7 +176,7 @@ def stop_dir(root: Path) -> None:
         pidfile.unlink()
     for pid in _our_shims(address):
         stop_pid(pid, grace=2.0)
-    for mnt in _mounts_under(root):
+    for mnt in mounts_under(root):
         subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
     for ns in namespaces:  # ctr's per-namespace parent cgroups (rmdir: only when empty)
         for d in Path("/sys/fs/cgroup").glob(f"*/{ns}"):

@@ -348,6 +348,19 @@ def stop_dir(root: Path) -> None:
         if pidfile.exists():
             stop_pid(int(pidfile.read_text()), grace=10.0)
             pidfile.unlink()
+    # the real kubelet's volume mounts (tmpfs, local PV binds) and its root dir's self-bind
+    for mnt in mounts_under(root):
+        subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
+
+
+def mounts_under(root: Path) -> list[str]:
+    """Mount points at or under root, deepest first."""
+    out = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        mnt = line.split()[4].replace("\\040", " ")
+        if mnt == str(root) or mnt.startswith(f"{root}/"):
+            out.append(mnt)
+    return sorted(out, key=len, reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,7 +57,10 @@ def _tool(script: str, *args: str) -> list[str]:
 
 
 def check_own_netns() -> None:
-    if os.stat("/proc/self/ns/net").st_ino == os.stat("/proc/1/ns/net").st_ino:
+    """Refuse to run unless inside the named network namespace e2e/run.sh made (E2E_NETNS)."""
+    name = os.environ.get("E2E_NETNS", "")
+    ours = Path("/run/netns") / name
+    if not name or not ours.exists() or os.stat("/proc/self/ns/net").st_ino != ours.stat().st_ino:
         raise RuntimeError(
             "E2E_CLUSTER=local-kubelet runs in a network namespace of its own "
             "(its bridge, addresses and iptables rules): start it through e2e/run.sh"
@@ -157,7 +160,6 @@ def proxy_config(kubeconfig: Path) -> str:
 
 def corefile(kubeconfig: Path) -> str:
     return f""".:53 {{
-    bind {GATEWAY}
     errors
     health 127.0.0.1:18080
     ready 127.0.0.1:18181

@@ -45,6 +45,7 @@ if [[ "$CLUSTER" == "local-kubelet" ]]; then
     e2e/tools/build-images.sh >/dev/null || fail "building the node/operator images"
     NETNS="mq-e2e-$$"
     ip netns add "$NETNS" || fail "ip netns add $NETNS"
+    export E2E_NETNS="$NETNS"
 fi
 PY=python3; [[ -x .tools/bin/python ]] && PY=.tools/bin/python
 CLIENTS_BIN="$(PYTHON=$PY e2e/tools/install-clients.sh)" || fail "installing helm and kubectl"

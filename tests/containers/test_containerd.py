@@ -22,7 +22,8 @@ from tests.containers.images import ROOT, Image
 from tests.containers.runtime import DATA, START, describe, node_files, uid_of
 
 sys.path.insert(0, str(ROOT / "e2e"))
-from containerd import Containerd, _mounts_under, _our_shims
+from containerd import Containerd, _our_shims
+from controlplane import mounts_under
 
 pytestmark = pytest.mark.containers
 
@@ -60,6 +61,6 @@ def test_node_image_in_containerd(images: dict[str, Image], tmp_path: Path) -> N
     assert not _our_shims(c.address), "no shim of ours is left"
     assert not Path(f"/proc/{pid}").exists(), "containerd is stopped"
     assert not Path(f"/proc/{task[1]}").exists(), "the node's process is gone"
-    assert not _mounts_under(root)
+    assert not mounts_under(root)
     assert not list(Path("/sys/fs/cgroup").glob("*/mqtest")), "its cgroups are removed"
     shutil.rmtree(root)
