@@ -155,6 +155,7 @@ class ControlPlane:
     endpoint_reconciler: str = "none"
     users: dict[str, str] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)
+    apiserver_args: list[str] = field(default_factory=list)
 
     @property
     def kubeconfig(self) -> Path:
@@ -244,6 +245,7 @@ class ControlPlane:
                 f"--endpoint-reconciler-type={self.endpoint_reconciler}",
                 "--profiling=false",
                 "-v=1",
+                *self.apiserver_args,
             ],
         )
         write_kubeconfig(self.kubeconfig, self.server, p / "ca.crt", self.admin_token, "e2e-admin")

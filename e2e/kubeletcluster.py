@@ -182,7 +182,11 @@ class KubeletNode:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.cp = ControlPlane(
-            root, bind_address=GATEWAY, endpoint_reconciler="lease", users=dict(USERS)
+            root,
+            bind_address=GATEWAY,
+            endpoint_reconciler="lease",
+            users=dict(USERS),
+            apiserver_args=["--kubelet-preferred-address-types=InternalIP"],
         )
         self.containerd = Containerd(root / "containerd")
         self.timings: dict[str, float] = {}
