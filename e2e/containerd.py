@@ -10,15 +10,17 @@ Invariants:
   (named by a hash of our socket address, so they never collide with another containerd);
 - `stop()` kills every task of ours (SIGKILL), deletes the containers, stops containerd by its
   PID (SIGTERM, then SIGKILL), kills any shim left whose command line names our socket (by PID),
-  unmounts whatever is still mounted under `root`, deepest first, and removes its namespaces'
-  parent cgroups when empty. It is idempotent and also
-  runs from the CLI (`python e2e/containerd.py down DIR`).
+  unmounts whatever is still mounted under `root`, deepest first, removes its namespaces'
+  parent cgroups when empty and the pod network namespaces its containers joined. It is
+  idempotent and also runs from the CLI (`python e2e/containerd.py down DIR`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import re
 import subprocess
 import sys
 import time
@@ -140,6 +142,19 @@ class Containerd:
         self.proc = None
 
 
+def _netns_of(c: Containerd, cid: str, ns: str) -> set[str]:
+    """The named network namespaces (/var/run/netns/cni-*) a container's spec joins."""
+    info = c.ctr("containers", "info", cid, namespace=ns, check=False).stdout
+    try:
+        spec = json.loads(info).get("Spec") or {}
+    except json.JSONDecodeError:
+        return set()
+    paths = [n.get("path", "") for n in spec.get("linux", {}).get("namespaces", [])]
+    return {
+        Path(p).name for p in paths if re.fullmatch(r"/(var/)?run/netns/cni-[0-9a-f-]+", p or "")
+    }
+
+
 def _our_shims(address: Path) -> list[int]:
     pids = []
     for d in Path("/proc").iterdir():
@@ -157,6 +172,7 @@ def stop_dir(root: Path) -> None:
     pidfile = root / "containerd.pid"
     address = root / "containerd.sock"
     namespaces: list[str] = []
+    netns: set[str] = set()
     if pidfile.exists() and address.exists():
         c = Containerd(root)
         namespaces = c.ctr("namespaces", "ls", "-q", check=False).stdout.split()
@@ -170,6 +186,7 @@ def stop_dir(root: Path) -> None:
                         break
                     time.sleep(0.1)
             for cid in c.ctr("containers", "ls", "-q", namespace=ns, check=False).stdout.split():
+                netns.update(_netns_of(c, cid, ns))
                 c.ctr("containers", "delete", cid, namespace=ns, check=False)
     if pidfile.exists():
         stop_pid(int(pidfile.read_text()))
@@ -178,6 +195,8 @@ def stop_dir(root: Path) -> None:
         stop_pid(pid, grace=2.0)
     for mnt in mounts_under(root):
         subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
+    for name in netns:  # the CRI's pod network namespaces (pinned under /run/netns)
+        subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
     for ns in namespaces:  # ctr's per-namespace parent cgroups (rmdir: only when empty)
         for d in Path("/sys/fs/cgroup").glob(f"*/{ns}"):
             with contextlib.suppress(OSError):
