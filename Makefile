@@ -24,6 +24,7 @@ help:
 	@echo "make test        set up and run every test tier (what CI runs)"
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
 	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
+	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks"
