@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -155,6 +157,12 @@ def _netns_of(c: Containerd, cid: str, ns: str) -> set[str]:
     }
 
 
+def _shim_socket(address: Path, ns: str, cid: str) -> Path:
+    """Where containerd 1.6's runc v2 shim listens for a container (shim.SocketAddress)."""
+    digest = hashlib.sha256(os.path.join(str(address), ns, cid).encode()).hexdigest()
+    return Path("/run/containerd/s") / digest
+
+
 def _our_shims(address: Path) -> list[int]:
     pids = []
     for d in Path("/proc").iterdir():
@@ -173,6 +181,7 @@ def stop_dir(root: Path) -> None:
     address = root / "containerd.sock"
     namespaces: list[str] = []
     netns: set[str] = set()
+    sockets: list[Path] = []
     if pidfile.exists() and address.exists():
         c = Containerd(root)
         namespaces = c.ctr("namespaces", "ls", "-q", check=False).stdout.split()
@@ -187,6 +196,7 @@ def stop_dir(root: Path) -> None:
                     time.sleep(0.1)
             for cid in c.ctr("containers", "ls", "-q", namespace=ns, check=False).stdout.split():
                 netns.update(_netns_of(c, cid, ns))
+                sockets.append(_shim_socket(address, ns, cid))
                 c.ctr("containers", "delete", cid, namespace=ns, check=False)
     if pidfile.exists():
         stop_pid(int(pidfile.read_text()))
@@ -195,6 +205,8 @@ def stop_dir(root: Path) -> None:
         stop_pid(pid, grace=2.0)
     for mnt in mounts_under(root):
         subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
+    for sock in sockets:  # a SIGKILLed shim leaves its socket behind
+        sock.unlink(missing_ok=True)
     for name in netns:  # the CRI's pod network namespaces (pinned under /run/netns)
         subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
     for ns in namespaces:  # ctr's per-namespace parent cgroups (rmdir: only when empty)
