@@ -17,13 +17,14 @@ export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export METAQUORUM_CACHE := $(CACHE)
 export KAFKA_VERSION
 
-.PHONY: help setup lint unit scenarios sim conformance integration e2e pipeline nemesis-short nemesis test run bench generate kafka-jars clean
+.PHONY: help setup lint unit scenarios sim conformance integration e2e pipeline nemesis-short nemesis containers test run bench generate kafka-jars clean
 
 help:
 	@echo "make run         run the product (a local quorum)"
 	@echo "make test        set up and run every test tier (what CI runs)"
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
 	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
+	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
@@ -61,10 +62,10 @@ define run_tier
 endef
 
 unit: setup
-	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis,)
+	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,)
 
 scenarios: setup
-	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis,tests/scenarios)
+	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,tests/scenarios)
 
 sim: setup
 	$(call run_tier,simulation,simulation,)
@@ -107,8 +108,14 @@ nemesis: setup
 	$(BIN)/python -m tests.nemesis.run --runs $(NEMESIS_RUNS) --duration $(NEMESIS_SECONDS) \
 		--seed $(NEMESIS_SEED) --kinds $(NEMESIS_KINDS) --compose --mix
 
+# The containers tier (issue 19, docs/e2e.md; not in make test yet): the node and operator images
+# built without Docker from Debian's packages + the Dockerfiles (e2e/tools/build-images.sh, cached
+# by content), compared with the Dockerfiles and run with runc/containerd. Needs root.
+containers: setup
+	$(call run_tier,containers,containers,tests/containers)
+
 slow: setup
-	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis,)
+	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,)
 
 test: lint unit slow sim conformance integration nemesis-short e2e pipeline
 	@echo "make test: all tiers done"

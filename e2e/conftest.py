@@ -1,7 +1,11 @@
-"""Fixtures of the e2e tier: one suite, two clusters.
+"""Fixtures of the e2e tier: one suite, three clusters.
 
-- `E2E_CLUSTER=local` (default): the real control plane on loopback (controlplane.py) with the
-  kubelet stand-in (kubelet.py) as a child process; binaries from e2e/tools/ (cached).
+- `E2E_CLUSTER=stand-in` (default; `local` is its old name): the real control plane on loopback
+  (controlplane.py) with the kubelet stand-in (kubelet.py) as a child process; binaries from
+  e2e/tools/ (cached).
+- `E2E_CLUSTER=local-kubelet` (opt-in): a real single-node Kubernetes in a network namespace of
+  its own (kubeletcluster.py: kubelet, containerd + runc, CNI bridge, kube-proxy, CoreDNS), pods
+  running the images built from the Dockerfiles; e2e/run.sh makes the namespace.
 - `E2E_CLUSTER=kind`: a kind cluster where a container runtime exists (kindcluster.py): images
   built from node/Dockerfile and operator/Dockerfile, loaded, the chart installed.
 
@@ -17,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +64,7 @@ class Cluster:
     standin_control: str | None = None
     placeholder: list[str] = field(default_factory=list)
     hosts_file: Path | None = None  # the stand-in's pod/service names (local cluster only)
+    containerd: Any = None  # the real-kubelet target's containerd (containerd.Containerd)
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -109,9 +115,20 @@ class Cluster:
         with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=5) as r:
             return json.loads(r.read())
 
+    def kill_container(self, namespace: str, pod: str, container: str) -> None:
+        """SIGKILL a running container's process from outside, as a crash would."""
+        if self.containerd is None:
+            self.standin("/kill", namespace=namespace, pod=pod)
+            return
+        status = self.core.read_namespaced_pod(pod, namespace).status.container_statuses
+        (cid,) = [c.container_id for c in status if c.name == container]
+        rows = self.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
+        (pid,) = [int(r.split()[1]) for r in rows if r.split()[0] == cid.split("://", 1)[1]]
+        os.kill(pid, signal.SIGKILL)
+
     def standin(self, action: str, **query: str) -> Any:
         if self.standin_control is None:
-            pytest.skip("needs the kubelet stand-in (E2E_CLUSTER=local)")
+            pytest.skip("needs the kubelet stand-in (E2E_CLUSTER=stand-in)")
         qs = "&".join(f"{k}={v}" for k, v in query.items())
         req = urllib.request.Request(f"{self.standin_control}{action}?{qs}", method="POST")
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -190,19 +207,70 @@ def local_cluster() -> Iterator[Cluster]:
             print(f"\ne2e state kept in {root}")
 
 
+@contextlib.contextmanager
+def kubelet_cluster() -> Iterator[Cluster]:
+    from kubeletcluster import NODE, KubeletNode
+
+    root = Path(tempfile.mkdtemp(prefix="mq-k8s-", dir=os.environ.get("E2E_STATE_ROOT")))
+    node = KubeletNode(root)
+    t_start = time.monotonic()
+    try:
+        node.start()
+        TIMINGS.update(node.timings)
+        api = config.new_client_from_config(str(node.cp.kubeconfig))
+        c = Cluster(
+            "local-kubelet",
+            node.cp.kubeconfig,
+            _clients_bin(),
+            api,
+            placeholder=["python3", "/opt/metaquorum/placeholder_node.py"],
+            containerd=node.containerd,
+        )
+
+        def node_ready() -> bool:
+            n = c.core.read_node(NODE)
+            return any(x.type == "Ready" and x.status == "True" for x in n.status.conditions)
+
+        wait_for(node_ready, 90, f"node {NODE} Ready")
+        wait_for(
+            lambda: c.core.read_namespaced_service_account("default", "default"),
+            60,
+            "the default ServiceAccount (controller-manager running)",
+        )
+
+        def coredns_ready() -> bool:
+            with urllib.request.urlopen("http://127.0.0.1:18181/ready", timeout=2) as r:
+                return r.status == 200
+
+        wait_for(coredns_ready, 30, "CoreDNS ready")
+        TIMINGS["real kubelet cluster usable (s)"] = time.monotonic() - t_start
+        yield c
+    finally:
+        node.stop()
+        if os.environ.get("E2E_KEEP") != "1":
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"\ne2e state kept in {root}")
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    kind = os.environ.get("E2E_CLUSTER", "local")
+    kind = os.environ.get("E2E_CLUSTER", "stand-in")
     if kind == "kind":
         from kindcluster import kind_cluster
 
         with kind_cluster(_clients_bin()) as c:
             yield c
-    elif kind == "local":
+    elif kind in ("stand-in", "local"):
         with local_cluster() as c:
             yield c
+    elif kind == "local-kubelet":
+        with kubelet_cluster() as c:
+            yield c
     else:
-        raise pytest.UsageError(f"E2E_CLUSTER must be local or kind, not {kind!r}")
+        raise pytest.UsageError(
+            f"E2E_CLUSTER must be stand-in, local-kubelet or kind, not {kind!r}"
+        )
 
 
 OPERATOR_NS = "metaquorum-system"
@@ -212,14 +280,14 @@ OPERATOR_NS = "metaquorum-system"
 def operator(cluster: Cluster) -> str:
     """helm install the chart; returns the operator's namespace once its Deployment is ready."""
     t0 = time.monotonic()
-    if cluster.kind == "local":
-        values = ["--set", "operator.reconcileInterval=1"]
-    else:
+    values = ["--set", "operator.reconcileInterval=1"]
+    if cluster.kind != "local":  # real containers: the image built from operator/Dockerfile
         values = [
             "--set",
             "image.repository=metaquorum/operator",
             "--set",
             "image.tag=e2e",
+            *(values if cluster.kind == "local-kubelet" else []),
         ]
     cluster.helm(
         "install",

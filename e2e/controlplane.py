@@ -37,9 +37,9 @@ SERVICE_IP = "10.0.0.1"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -58,8 +58,8 @@ def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def make_pki(d: Path) -> None:
-    """CA, apiserver serving cert (SANs for loopback and the service IP), SA signing keys."""
+def make_pki(d: Path, extra_ips: tuple[str, ...] = ()) -> None:
+    """CA, apiserver serving cert (SANs for loopback, the service IP and extra_ips), SA keys."""
     d.mkdir(parents=True, exist_ok=True)
     if (d / "apiserver.crt").exists():
         return
@@ -83,6 +83,7 @@ def make_pki(d: Path) -> None:
         [
             "IP:127.0.0.1",
             f"IP:{SERVICE_IP}",
+            *(f"IP:{ip}" for ip in extra_ips),
             "DNS:localhost",
             "DNS:kubernetes",
             "DNS:kubernetes.default",
@@ -148,6 +149,13 @@ class ControlPlane:
     server: str = ""
     admin_token: str = ""
     start_seconds: float = 0.0
+    # The real-kubelet target (kubeletcluster.py): the apiserver on an address pods reach, the
+    # `kubernetes` Service's endpoints kept by the apiserver, and more users (name -> groups).
+    bind_address: str = "127.0.0.1"
+    endpoint_reconciler: str = "none"
+    users: dict[str, str] = field(default_factory=dict)
+    tokens: dict[str, str] = field(default_factory=dict)
+    apiserver_args: list[str] = field(default_factory=list)
 
     @property
     def kubeconfig(self) -> Path:
@@ -174,15 +182,21 @@ class ControlPlane:
         t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         bins = self.bin_dir or k8s_bin_dir()
-        make_pki(self.pki)
+        extra_ips = () if self.bind_address == "127.0.0.1" else (self.bind_address,)
+        make_pki(self.pki, extra_ips)
         self.admin_token = secrets.token_hex(16)
         kcm_token = secrets.token_hex(16)
-        (self.pki / "tokens.csv").write_text(
-            f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n'
-            f"{kcm_token},system:kube-controller-manager,kcm\n"
-        )
-        etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
-        self.server = f"https://127.0.0.1:{api_port}"
+        lines = [
+            f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"',
+            f"{kcm_token},system:kube-controller-manager,kcm",
+        ]
+        for i, (user, groups) in enumerate(self.users.items()):
+            self.tokens[user] = secrets.token_hex(16)
+            lines.append(f'{self.tokens[user]},{user},u{i},"{groups}"')
+        (self.pki / "tokens.csv").write_text("\n".join(lines) + "\n")
+        etcd_port, etcd_peer = free_port(), free_port()
+        api_port = free_port(self.bind_address)
+        self.server = f"https://{self.bind_address}:{api_port}"
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._spawn(
             "etcd",
@@ -214,8 +228,8 @@ class ControlPlane:
                 str(bins / "kube-apiserver"),
                 "--etcd-servers",
                 etcd_url,
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.bind_address}",
+                f"--advertise-address={self.bind_address}",
                 f"--secure-port={api_port}",
                 f"--cert-dir={p}",
                 f"--tls-cert-file={p / 'apiserver.crt'}",
@@ -228,9 +242,10 @@ class ControlPlane:
                 f"--service-account-signing-key-file={p / 'sa.key'}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",
+                f"--endpoint-reconciler-type={self.endpoint_reconciler}",
                 "--profiling=false",
                 "-v=1",
+                *self.apiserver_args,
             ],
         )
         write_kubeconfig(self.kubeconfig, self.server, p / "ca.crt", self.admin_token, "e2e-admin")
@@ -279,6 +294,11 @@ class ControlPlane:
             time.sleep(0.25)
         raise TimeoutError(f"kube-apiserver not ready in {timeout:.0f}s: {last}")
 
+    def user_kubeconfig(self, user: str) -> Path:
+        path = self.root / f"{user.replace(':', '-')}.kubeconfig"
+        write_kubeconfig(path, self.server, self.pki / "ca.crt", self.tokens[user], user)
+        return path
+
     def stop(self) -> None:
         stop_dir(self.root)
         self.procs.clear()
@@ -313,12 +333,36 @@ def stop_pid(pid: int, grace: float = 10.0) -> None:
 
 def stop_dir(root: Path) -> None:
     """Stop the processes whose pid files are in root, in reverse start order (the kubelet
-    stand-in first: it stops its pods on SIGTERM)."""
-    for name in ("kubelet", "kube-controller-manager", "kube-apiserver", "etcd"):
+    stand-in first: it stops its pods on SIGTERM; with the real kubelet, containerd's pods are
+    stopped by containerd.stop_dir once the kubelet is gone)."""
+    node_side = ("kubelet", "kube-proxy", "kube-scheduler", "coredns", "provisioner")
+    for name in node_side:
         pidfile = root / f"{name}.pid"
         if pidfile.exists():
             stop_pid(int(pidfile.read_text()), grace=20.0 if name == "kubelet" else 10.0)
             pidfile.unlink()
+    if (root / "containerd" / "containerd.pid").exists():
+        from containerd import stop_dir as stop_containerd
+
+        stop_containerd(root / "containerd")
+    for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+        pidfile = root / f"{name}.pid"
+        if pidfile.exists():
+            stop_pid(int(pidfile.read_text()), grace=10.0)
+            pidfile.unlink()
+    # the real kubelet's volume mounts (tmpfs, local PV binds) and its root dir's self-bind
+    for mnt in mounts_under(root):
+        subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
+
+
+def mounts_under(root: Path) -> list[str]:
+    """Mount points at or under root, deepest first."""
+    out = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        mnt = line.split()[4].replace("\\040", " ")
+        if mnt == str(root) or mnt.startswith(f"{root}/"):
+            out.append(mnt)
+    return sorted(out, key=len, reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:

