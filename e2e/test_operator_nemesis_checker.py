@@ -99,3 +99,19 @@ def test_seen_from_counts_voters_caught_up_by_the_leaders_timestamps() -> None:
     assert seen.caught_up_since(B, 49_000) and not seen.caught_up_since(C, 41_000)
     unknown = SimpleNamespace(**{**vars(info), "voters": [replica(0, 1, -1), replica(1, 1, -1)]})
     assert seen_from(unknown, 1.0).up == frozenset({A})  # the leader itself, never unknowns
+
+
+def test_a_seed_gives_the_same_schedule_within_bounds() -> None:
+    from operator_nemesis import MAX_REPLICAS, MIN_REPLICAS, sequences
+
+    for seed in (1, 2, 3, 424242):
+        plan = sequences(seed, 20)
+        assert plan == sequences(seed, 20) and len(plan) == 20
+        assert all(2 <= len(seq) <= 3 for seq in plan)
+        steps = [step for seq in plan for step in seq]
+        assert {s.kind for s in steps} == {"scale", "kill", "lose", "operator"}
+        replicas = MIN_REPLICAS
+        for s in (s for s in steps if s.kind == "scale"):
+            assert abs(s.replicas - replicas) == 1 and MIN_REPLICAS <= s.replicas <= MAX_REPLICAS
+            replicas = s.replicas
+    assert sequences(1, 20) != sequences(2, 20)
