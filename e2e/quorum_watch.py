@@ -8,7 +8,9 @@ violation of the operator's invariants (issue 16's nemesis):
 
 - majority: whenever a leader answers, more than half of its voters are caught up, unless a
   voter the nemesis itself took down is among those not caught up (`Fault` windows): the
-  operator never leaves fewer than a majority of voters up;
+  operator never leaves fewer than a majority of voters up. Not judged in the first
+  `epoch_grace_s` of an epoch: a new leader knows nothing of its followers until they fetch
+  (Kafka's DescribeQuorum shows -1 for them);
 - leaderless: no stretch without an answering leader longer than `leaderless_bound_s`;
 - one change at a time: two consecutive voter sets differ by at most one member, and a voter
   set is seen committed (a high watermark at or past the leader's log end offset of its first
@@ -86,10 +88,14 @@ def seen_from(info: Any, t: float, lag_ms: int = 6000) -> Seen:
 
 
 def check(
-    seen: Sequence[Seen], faults: Sequence[Fault] = (), leaderless_bound_s: float = 20.0
+    seen: Sequence[Seen],
+    faults: Sequence[Fault] = (),
+    leaderless_bound_s: float = 20.0,
+    epoch_grace_s: float = 3.0,
 ) -> list[str]:
     """Every violation of the invariants in the module docstring, in time order."""
     out: list[str] = []
+    epoch, epoch_t = -1, 0.0
     last_leader_t: float | None = seen[0].t if seen else None
     prev: Seen | None = None
     change_leo = -1  # the leader's LEO when the current voter set was first seen
@@ -101,8 +107,10 @@ def check(
                 last_leader_t = s.t  # report each stretch once per bound
             continue
         last_leader_t = s.t
+        if s.epoch != epoch:
+            epoch, epoch_t = s.epoch, s.t
         down = s.voters - s.up
-        if 2 * len(s.up & s.voters) <= len(s.voters):
+        if 2 * len(s.up & s.voters) <= len(s.voters) and s.t - epoch_t >= epoch_grace_s:
             faulted = {f.node for f in faults if f.start <= s.t <= f.end}
             if not {k[0] for k in down} <= faulted:
                 out.append(

@@ -43,15 +43,23 @@ def test_a_healthy_history_passes() -> None:
 
 
 def test_a_minority_caught_up_is_reported_unless_the_nemesis_took_those_voters_down() -> None:
-    bad = [s(0.0), s(1.0, up=frozenset({A}))]
+    bad = [s(0.0), s(5.0, up=frozenset({A}))]
     (v,) = check(bad)
     assert "1 of 3 voters caught up" in v
     # one of the two down voters is the nemesis's: the other one is the operator's doing
-    assert len(check(bad, [Fault(1, 0.5, 2.0)])) == 1
+    assert len(check(bad, [Fault(1, 4.0, 6.0)])) == 1
     # both down voters are the nemesis's (two faults at once): not the operator's
-    assert check(bad, [Fault(1, 0.5, 2.0), Fault(2, 0.5, 2.0)]) == []
+    assert check(bad, [Fault(1, 4.0, 6.0), Fault(2, 4.0, 6.0)]) == []
     # a fault window that ended before the observation excuses nothing
-    assert len(check(bad, [Fault(1, 0.0, 0.5), Fault(2, 0.0, 0.5)])) == 1
+    assert len(check(bad, [Fault(1, 0.0, 4.5), Fault(2, 0.0, 4.5)])) == 1
+
+
+def test_a_new_leader_is_not_judged_before_its_followers_could_fetch() -> None:
+    new_epoch = [s(0.0), s(5.0, epoch=2, up=frozenset({A})), s(7.0, epoch=2, up=frozenset({A}))]
+    assert check(new_epoch, epoch_grace_s=3.0) == []  # 2 s into epoch 2
+    late = [*new_epoch, s(8.5, epoch=2, up=frozenset({A}))]
+    (v,) = check(late, epoch_grace_s=3.0)
+    assert v.startswith("t=8.5: 1 of 3 voters caught up")
 
 
 def test_two_members_changed_at_once_is_reported() -> None:
