@@ -24,7 +24,7 @@ import pytest
 from conftest import OPERATOR_NS, TIMINGS, Cluster, wait_for
 from operator_nemesis import Step, sequences
 from quorum_watch import Fault, Seen, Watcher, check
-from test_operator_faults import hosts, ledger_for, whole
+from test_operator_faults import hosts, kill_and_heal, ledger_for, whole
 from test_operator_ha import operator_pods
 from test_operator_real_node import quorum, settled  # noqa: F401 - the quorum fixture
 
@@ -78,19 +78,9 @@ class Nemesis:
         elif step.kind == "kill":
             victim = self.victim(step, before)
             kind = f"kill -9 {step.role}"
-            wall0 = time.time() * 1000
-            self.cluster.standin("/kill", namespace=self.ns, pod=f"quorum-{victim}")
-
-            def healed() -> Seen | None:
-                s = whole(self.watcher, self.replicas)
-                if s is None or s.t <= t0 or s.voters != before.voters:
-                    return None
-                if step.role == "leader" and s.epoch <= before.epoch:
-                    return None
-                return s if all(s.caught_up_since(k, wall0) for k in s.voters) else None
-
-            s = wait_for(healed, STEP_TIMEOUT_S, f"{step}: quorum-{victim} healed")
+            t0, s = kill_and_heal(self.cluster, self.ns, self.watcher, before, victim)
             self.faults.append(Fault(victim, t0, s.t, "kill"))
+            self.times[f"{kind} -> healed"].append(s.t - t0)
             self.settle(f"{step}: status settled")
         elif step.kind == "lose":
             victim = self.victim(step, before)
