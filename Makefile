@@ -105,12 +105,12 @@ nemesis-short: setup
 
 # The long campaign (not in make test): NEMESIS_RUNS seeded runs of NEMESIS_SECONDS each from
 # NEMESIS_SEED on, process and network faults overlapping (--compose), odd seeds on a dynamic
-# (KIP-853) quorum with remove-controller and disk-wipe faults (--mix), clock steps both ways;
+# (KIP-853) quorum with remove-controller and disk-wipe faults (--mix), clock steps both ways, full disks;
 # passing runs keep their summary and logs, not their data dirs.
 NEMESIS_RUNS ?= 200
 NEMESIS_SECONDS ?= 60
 NEMESIS_SEED ?= 1000
-NEMESIS_KINDS ?= kill,pause,isolate,bridge,one-way,loss,slow,disk,clock-fwd,clock-back
+NEMESIS_KINDS ?= kill,pause,isolate,bridge,one-way,loss,slow,disk,full,clock-fwd,clock-back
 nemesis: setup
 	@scripts/nemesis-tools.sh >/dev/null
 	$(BIN)/python -m tests.nemesis.run --runs $(NEMESIS_RUNS) --duration $(NEMESIS_SECONDS) \

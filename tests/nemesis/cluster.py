@@ -6,11 +6,13 @@ Role: write each node's `server.properties` (static `controller.quorum.voters` o
 namespace addresses, the listener and the HTTP status on the node's own address, fast
 election and fetch timeouts), format the data dirs, start/kill/pause/restart the processes,
 break a running node's disk (libfiu: fsync and fdatasync fail with EIO, after which the node
-must fail-stop), jump a node's clock, wipe a voter's disk or remove a voter (dynamic
-quorums), read `/status` from inside the hub namespace.
+must fail-stop), fill a node's disk (each node's data dir is on its own small ext4 loop file
+system, tests/nemesis/disks.py: a real ENOSPC), jump a node's clock, wipe a voter's disk or
+remove a voter (dynamic quorums), read `/status` from inside the hub namespace.
 Invariants: a node is always started the same way (namespace, libfiu preload, the shim,
 optionally a deliberately broken mode), so a restart is the same program on the same data;
-`stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL).
+`stop_all()` leaves no process behind (SIGCONT, SIGTERM, then SIGKILL); `release_disks()`
+leaves no mount behind.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from metaquorum.protocol.types import Uuid
 from metaquorum.storage.formatter import DynamicVoter, ServerConfig, format_storage
 from metaquorum.storage.meta_properties import read_meta_properties
 
+from tests.nemesis.disks import Disk
 from tests.nemesis.netns import Net, in_netns, node_ip
 from tests.nemesis.tools import REPO
 
@@ -66,12 +69,13 @@ class Cluster:
         self.env = dict(os.environ, **({"MQ_NEMESIS_BROKEN": broken} if broken else {}))
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.starts = dict.fromkeys(self.ids, 0)
+        self.disks = {i: Disk(self.dir(i)) for i in self.ids}
 
     def dir(self, i: int) -> Path:
         return self.base / f"node-{i}"
 
     def data_dir(self, i: int) -> Path:
-        return self.dir(i) / "data"
+        return self.disks[i].data
 
     def endpoints(self) -> list[str]:
         return [f"{node_ip(i)}:{PORT}" for i in self.ids]
@@ -93,6 +97,7 @@ class Cluster:
         )
         for i in self.ids:
             self.dir(i).mkdir(parents=True, exist_ok=True)
+            self.disks[i].create()
             props = {
                 "node.id": str(i),
                 "process.roles": "controller",
@@ -209,6 +214,19 @@ class Cluster:
                 capture_output=True,
                 timeout=10,
             )
+
+    def fill_disk(self, i: int) -> int:
+        """Node i's disk full (the bytes it took); the node meets ENOSPC at its next write."""
+        return self.disks[i].fill()
+
+    def unfill_disk(self, i: int) -> None:
+        self.disks[i].unfill()
+
+    def release_disks(self, keep_data: bool) -> None:
+        """Unmount every node's disk; with `keep_data`, first copy each data dir to
+        `node-N/data` (a failing run is inspected after its disks are gone)."""
+        for i, disk in self.disks.items():
+            disk.release(self.dir(i) / "data" if keep_data else None)
 
     def exit_code(self, i: int, timeout_s: float) -> int | None:
         p = self.procs.get(i)

@@ -14,6 +14,9 @@ Kinds:
   link (queueing delay, then drops); there is no netem on this kernel (netns.py);
 - disk: fsync/fdatasync fail with EIO (libfiu); the node must fail-stop, and is restarted on
   its data at the end (the fault is gone in the new process);
+- full (opt-in): the node's own disk (an ext4 loop file system, disks.py) filled up, so its
+  next write meets the kernel's ENOSPC; it must fail-stop; the space is given back and it is
+  restarted on its data at the end;
 - remove (dynamic quorums only): `metaquorum quorum remove-controller` of the node's (id,
   directory id) from the hub namespace; auto-join adds it back; the lane waits until it is a
   voter again (60 s, else a finding);
@@ -48,12 +51,12 @@ KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk"
 # runtime's clock became monotonic (docs/nemesis.md, "Findings"); `make nemesis` includes it, the
 # default set stays as it is so the CI seeds' schedules do not move (they have their own
 # clock-back regression test).
-EXTRA_KINDS = ("clock-back",)
+EXTRA_KINDS = ("clock-back", "full")
 # Only on a dynamic quorum (KIP-853): a voter removed with remove-controller, a voter's disk
 # wiped (it comes back under a new directory id); auto-join adds either back.
 DYNAMIC_KINDS = ("remove", "wipe")
 WIPE_KINDS: tuple[str, ...] = ()  # `--with-wipe` is kept as a no-op: wipe is in DYNAMIC_KINDS
-PROCESS_KINDS = ("kill", "pause", "disk", "clock-fwd", "clock-back", "wipe", "remove")
+PROCESS_KINDS = ("kill", "pause", "disk", "full", "clock-fwd", "clock-back", "wipe", "remove")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class Fault:
 SCENARIOS = {
     "isolate-leader": [Fault(3.0, "isolate", "leader", 5.0)],
     "pause-leader": [Fault(3.0, "pause", "leader", 5.0)],
+    # The leader's disk fills up: ENOSPC at its next append; a new leader takes over.
+    "full-leader": [Fault(3.0, "full", "leader", 3.0)],
     # (dynamic) a wiped voter rejoins by auto-join, then is killed and restarted on its new disk.
     "wipe-then-restart": [Fault(3.0, "wipe", "3", 1.0), Fault(6.0, "kill", "3", 1.0)],
     # (dynamic) the leader's disk is wiped: the next leader is elected while it is away.
@@ -199,6 +204,9 @@ class Nemesis:
             self._net_faults_during_disk = self._net_active
             self.c.break_disk(node)
             return f"fsync EIO on node {node}"
+        if kind == "full":
+            self._net_faults_during_disk = self._net_active
+            return f"node {node}'s disk full ({self.c.fill_disk(node)} bytes taken)"
         if kind == "wipe":
             self.c.wipe(node)
             return f"node {node}'s disk wiped, formatted again, restarted"
@@ -227,11 +235,14 @@ class Nemesis:
                     self.findings.append(f"{kind}: node {node} not a voter again within 60 s")
                     break
                 time.sleep(0.2)
-        elif kind == "disk":
+        elif kind in ("disk", "full"):
             code = self.c.exit_code(node, 10.0)
+            if kind == "full":
+                self.c.unfill_disk(node)
             if code is None:
                 # A node cut off by a concurrent network fault may not have written at all.
-                what = f"node {node} still ran 10 s after fsync EIO was armed"
+                cause = "fsync EIO was armed" if kind == "disk" else "its disk filled up"
+                what = f"node {node} still ran 10 s after {cause}"
                 if self._net_faults_during_disk:
                     self.notes.append(what + " (a network fault may have kept it from writing)")
                 else:

@@ -6,7 +6,10 @@ recompute each run's availability from its kept history and nemesis log, and wri
 (`run.campaign_totals`: runs, porcupine-checked operations, acknowledged
 appends, faults by kind, failures, throughput in and out of faults, the longest stretch without
 an acknowledged append) plus the per-run rows, as JSON and as a Markdown table.
-`python -m tests.nemesis.report DIR... --json F --md F`
+`python -m tests.nemesis.report SOURCE... --json F --md F --export F.jsonl`: a source is a
+directory of run dirs, or a `.jsonl` of summaries an earlier sitting exported (`--export`: the
+fields the report reads, one run per line; what is kept in the repository between sittings,
+since run dirs hold megabytes of history). Later sources win for a seed seen twice.
 Invariants: a run without a verdict (no summary.json: interrupted) is counted apart, never as a
 pass; every failed run is listed with its re-run command.
 """
@@ -23,12 +26,32 @@ from tests.nemesis import ledger
 from tests.nemesis.run import campaign_totals
 from tests.nemesis.stats import availability
 
+KEPT = (
+    *("seed", "duration_s", "kinds", "dynamic", "dir", "rerun", "ok", "faults_injected"),
+    *("availability", "ledger", "findings", "notes", "recovery", "final_hw", "client_ops"),
+)
+KEPT_PORCUPINE = ("result", "operations", "appends_ok", "visualization")
+
+
+def compact(summary: dict[str, Any]) -> dict[str, Any]:
+    """What the report reads of a run's summary (no schedule: the seed redraws it)."""
+    out = {k: summary[k] for k in KEPT if k in summary}
+    p = summary.get("porcupine") or {}
+    out["porcupine"] = {k: p[k] for k in KEPT_PORCUPINE if k in p}
+    return out
+
 
 def load(dirs: list[Path]) -> tuple[list[dict[str, Any]], list[str]]:
     """The newest summary per seed, and the run dirs that have none."""
     by_seed: dict[int, dict[str, Any]] = {}
     unjudged: list[str] = []
     for base in dirs:
+        if base.suffix == ".jsonl":
+            for line in base.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    summary = json.loads(line)
+                    by_seed[summary["seed"]] = summary
+            continue
         for run_dir in sorted(p for p in base.iterdir() if p.is_dir()):
             path = run_dir / "summary.json"
             if not path.exists():
@@ -79,8 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dirs", type=Path, nargs="+")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--md", type=Path, default=None)
+    p.add_argument("--export", type=Path, default=None)
     a = p.parse_args(argv)
     results, unjudged = load(a.dirs)
+    if a.export:
+        a.export.write_text("".join(json.dumps(compact(r)) + "\n" for r in results))
     totals = campaign_totals(results)
     totals["seeds"] = [r["seed"] for r in results]
     totals["interrupted"] = unjudged

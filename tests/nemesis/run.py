@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -145,15 +144,20 @@ def run(
             summary["teardown"] = str(e)
         cluster.stop_all()
         net.destroy()
+        if sys.exc_info()[0] is not None:  # no verdict: keep the data, free the mounts
+            cluster.release_disks(keep_data=True)
     summary["faults_injected"] = nemesis.injected
     summary["findings"] = nemesis.findings
     summary["notes"] = nemesis.notes
     summary["node_starts"] = cluster.starts
-    return _judge(out, summary, hw, t.mqnemesis)
+    try:
+        return _judge(out, summary, hw, t.mqnemesis, cluster)
+    finally:
+        cluster.release_disks(keep_data=not summary.get("ok", False))
 
 
 def _judge(
-    out: Path, summary: dict[str, Any], hw: dict[int, int], mqnemesis: Path
+    out: Path, summary: dict[str, Any], hw: dict[int, int], mqnemesis: Path, cluster: Cluster
 ) -> dict[str, Any]:
     done = subprocess.run(
         [
@@ -170,9 +174,7 @@ def _judge(
     # The replicas that reached the final HW (all of them unless the quorum did not recover).
     final_hw = max(hw.values(), default=0)
     replicas = {
-        i: ledger.replica_records(out / f"node-{i}" / "data")
-        for i, h in hw.items()
-        if h == final_hw
+        i: ledger.replica_records(cluster.data_dir(i)) for i, h in hw.items() if h == final_hw
     }
     summary["final_hw"] = final_hw
     summary["final_hws"] = hw
@@ -261,10 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             **dict(broken=a.broken, base=a.out, scenario=a.scenario, compose=a.compose),
             dynamic=dynamic,
         )
-        results.append(r)
-        if r["ok"] and a.runs > 1:  # a campaign keeps what judges a passing run, not its data
-            for data in Path(r["dir"]).glob("node-*/data"):
-                shutil.rmtree(data, ignore_errors=True)
+        results.append(r)  # a passing run's data went with its disks (release_disks)
     failed = [r for r in results if not r["ok"]]
     totals = campaign_totals(results)
     print(

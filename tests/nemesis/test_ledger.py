@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 from typing import Any
 
 from tests.nemesis.ledger import check
@@ -65,3 +67,41 @@ def test_availability_clips_faults_to_the_run_and_has_no_calm_rate_without_calm(
     assert "appends_per_s_calm" not in a and 9 <= a["appends_per_s_in_faults"] <= 11
     a = availability(history, [{"start": 5 * s, "end": 20 * s}])  # clipped at 9.9 s
     assert 9 <= a["appends_per_s_in_faults"] <= 11 and 9 <= a["appends_per_s_calm"] <= 11
+
+
+def test_a_campaign_report_survives_export_between_sittings(tmp_path: Path) -> None:
+    """report.py: run dirs of one sitting exported to a .jsonl, read back beside another
+    sitting's run dirs, give the totals of all of them; a later run of a seed wins."""
+    from tests.nemesis import report
+
+    def summary(seed: int, ok: bool, ops: int) -> dict[str, Any]:
+        return {
+            "seed": seed,
+            "duration_s": 60,
+            "dynamic": seed % 2 == 1,
+            "dir": f"d{seed}",
+            "rerun": f"python -m tests.nemesis.run --seed {seed}",
+            "ok": ok,
+            "faults_injected": {"kill": 2, "isolate": 1},
+            "availability": {"acked_appends": 10 * ops, "longest_write_gap_s": 1.5},
+            "porcupine": {"result": "Ok" if ok else "Illegal", "operations": ops},
+            "schedule": [{"at_s": 2.0}],
+        }
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for base, seed, ok, ops in (
+        (first, 1, True, 100),
+        (first, 2, False, 50),
+        (second, 2, True, 70),
+    ):
+        d = base / f"run-seed{seed}"
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps(summary(seed, ok, ops)))
+    kept = tmp_path / "first.jsonl"
+    assert report.main([str(first), "--export", str(kept)]) == 1  # seed 2 failed there
+    assert "schedule" not in kept.read_text()
+    out = tmp_path / "totals.json"
+    assert report.main([str(kept), str(second), "--json", str(out)]) == 0
+    totals = json.loads(out.read_text())
+    assert (totals["runs"], totals["checked_ops"], totals["faults"]) == (2, 170, 6)
+    assert totals["failed"] == [] and totals["acked_appends"] == 1700

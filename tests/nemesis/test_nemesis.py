@@ -4,6 +4,7 @@
   harness has (kill -9, pause, isolate, bridge, one-way, loss, slow link, fsync EIO), checked
   by porcupine and the ledger; any violation fails the test and names the run directory and
   the command that re-runs the seed.
+- A leader whose own disk fills up (a real ENOSPC) fail-stops with one line and loses nothing.
 - Regression tests of two findings, fixed in main: a leader whose wall clock steps back 10 s
   while it is cut off serves no stale read (scenario `clock-back-isolate-leader`); a wiped
   voter that rejoined by auto-join catches up after a restart (`wipe-then-restart`).
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -132,3 +134,24 @@ def test_a_wiped_voter_that_rejoined_survives_a_restart() -> None:
         base=BASE / "metaquorum-nemesis-wipe",
     )
     assert s["ok"], _why(s)
+
+
+def test_a_leader_whose_disk_fills_up_fail_stops_and_nothing_is_lost() -> None:
+    """A real ENOSPC (the leader's own ext4 loop disk filled up, tests/nemesis/disks.py): the
+    leader stops with one line naming the error, a new leader takes over, the old one restarts
+    on its data once the space is back; porcupine and the ledger pass."""
+    s = run(
+        1,
+        16,
+        KINDS,
+        scenario="full-leader",
+        base=BASE / "metaquorum-nemesis-full",
+        converge_s=30,
+    )
+    assert s["ok"], _why(s)
+    assert s["faults_injected"] == {"full": 1}, _why(s)
+    (fault,) = [json.loads(x) for x in Path(s["dir"], "nemesis.jsonl").read_text().splitlines()]
+    log = Path(s["dir"], f"node-{fault['node']}", "node.log").read_text(errors="replace")
+    stops = [x for x in log.splitlines() if "No space left on device" in x]
+    assert stops, f"no ENOSPC line in node {fault['node']}'s log: {log[-2000:]}"
+    assert s["node_starts"][fault["node"]] == 2, _why(s)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from metaquorum.core import discovery
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
@@ -93,7 +94,10 @@ def handle_begin_quorum_epoch_request(node: RaftNode, event: RequestReceived) ->
     if error != Errors.NONE:
         respond(build_begin_quorum_epoch_response(node, error))
         return
-    node.maybe_transition(p.leader_id, p.leader_epoch)
+    # Kafka: the leader's endpoints from the request, else from the voter set (a voter whose
+    # set lacks the new leader would otherwise follow a leader it cannot reach).
+    endpoint = discovery.request_leader_endpoint(node, request.leader_endpoints)
+    node.maybe_transition(p.leader_id, p.leader_epoch, endpoint)
     if not is_valid_voter_key(node, request.voter_id, p.voter_directory_id):
         respond(build_begin_quorum_epoch_response(node, Errors.INVALID_VOTER_KEY))
         return

@@ -8,7 +8,9 @@ Role:
   none); without it (static `controller.quorum.voters`), the other voters of the current set;
 - the endpoint a follower reaches its leader at: the `NodeEndpoints` of the response that named
   the leader (Kafka sends the leader's endpoints from Fetch v16), else the leader's entry in the
-  voter set; and the leader endpoint this replica itself puts into its Fetch responses.
+  voter set; and the leader endpoint this replica itself puts into its Fetch responses;
+- a Begin/EndQuorumEpoch request's LeaderEndpoints: a voter that does not have the new leader
+  in its voter set (it was re-added after a disk wipe, say) still reaches it.
 Invariants: a pseudo-id is below -1, so it is never taken for a replica (no vote, no progress,
 no observer entry); discovery never sends to this replica's own address; at most one discovery
 request is in flight at a time (Kafka's `findReadyBootstrapServer`).
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from metaquorum.core.states import FollowerState, LeaderState
 from metaquorum.core.voter_set import ListenerEndpoint
@@ -85,6 +87,27 @@ def endpoint_of(node: RaftNode, replica_id: int) -> ListenerEndpoint | None:
     st = node.state
     if isinstance(st, FollowerState) and st.leader_id == replica_id:
         return st.leader_endpoint
+    return None
+
+
+class _NamedEndpoint(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+def request_leader_endpoint(
+    node: RaftNode, endpoints: Sequence[_NamedEndpoint]
+) -> ListenerEndpoint | None:
+    """The leader's endpoint on this node's listener from a Begin/EndQuorumEpoch v1 request's
+    LeaderEndpoints (Kafka's `Endpoints.fromBeginQuorumEpochRequest`); None when it names none
+    (v0, or another listener): then the voter set's, as Kafka's `lastVoterSet().listeners`."""
+    for e in endpoints:
+        if e.name == node.listener_name:
+            return ListenerEndpoint(e.name, e.host, e.port)
     return None
 
 

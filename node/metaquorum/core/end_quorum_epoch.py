@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from metaquorum.core import discovery
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
@@ -61,6 +62,10 @@ def build_end_quorum_epoch_request(node: RaftNode, st: ResignedState) -> EndQuor
         topics=[
             EndQuorumEpochRequestData.TopicData(topic_name=node.topic.name, partitions=[partition])
         ],
+        leader_endpoints=[  # Kafka: localListeners.toEndQuorumEpochRequest() (v1)
+            EndQuorumEpochRequestData.LeaderEndpoint(name=e.name, host=e.host, port=e.port)
+            for e in node.local_endpoints
+        ],
     )
 
 
@@ -97,7 +102,8 @@ def handle_end_quorum_epoch_request(node: RaftNode, event: RequestReceived) -> N
     if error != Errors.NONE:
         respond(build_end_quorum_epoch_response(node, error))
         return
-    node.maybe_transition(p.leader_id, p.leader_epoch)
+    endpoint = discovery.request_leader_endpoint(node, request.leader_endpoints)
+    node.maybe_transition(p.leader_id, p.leader_epoch, endpoint)
     st = node.state
     if isinstance(st, FollowerState) and st.leader_id == p.leader_id:
         candidates = [c.candidate_id for c in p.preferred_candidates] or list(

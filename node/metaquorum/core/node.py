@@ -413,6 +413,8 @@ class RaftNode:
             and not isinstance(self.state, LeaderState | ResignedState)
         ):
             self.transition_to_follower(epoch, leader_id, endpoint)
+        else:  # Kafka: "the replica has discovered more endpoints"
+            discovery.learn_leader_endpoint(self, leader_id, epoch, endpoint)
 
     # --- dispatch ----------------------------------------------------------------------------
     def _handle_request(self, event: RequestReceived) -> None:

@@ -38,6 +38,7 @@ from metaquorum.net.wire import (
     decode_request,
 )
 from metaquorum.protocol.errors import ProtocolError
+from metaquorum.runtime.storage_io import StorageStoppedError
 
 log = logging.getLogger("metaquorum.server")
 
@@ -211,6 +212,10 @@ class _Connection(asyncio.Protocol):
             if fut.cancelled():
                 continue
             exc = fut.exception()
+            if isinstance(exc, StorageStoppedError):  # the node is stopping: said once already
+                log.info("closing connection %s: %s", self.conn_id, exc)
+                self.close()
+                return
             if exc is not None:
                 log.error(
                     "request handler failed; closing connection %s",

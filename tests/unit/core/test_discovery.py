@@ -8,6 +8,7 @@ leader to remove its old key and add its new one."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from metaquorum.core import discovery
 from metaquorum.core.config import QuorumConfig
@@ -19,13 +20,21 @@ from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 from metaquorum.protocol.messages import (
     AddRaftVoterRequestData,
     AddRaftVoterResponseData,
+    EndQuorumEpochRequestData,
     FetchRequestData,
     FetchResponseData,
     RemoveRaftVoterRequestData,
 )
 from metaquorum.protocol.types import Uuid
 
-from tests.unit.core.context import RaftTestContext, begin_epoch, fetch_request, fetch_response
+from tests.unit.core.context import (
+    RaftTestContext,
+    begin_epoch,
+    end_epoch,
+    fetch_request,
+    fetch_response,
+    vote_request,
+)
 
 
 def _ep(i: int) -> ListenerEndpoint:
@@ -210,3 +219,54 @@ def test_an_observer_that_knows_the_leader_but_not_where_learns_it_later() -> No
     ctx.handle(RequestFailed(1, lost.correlation_id))  # the endpoint-less send went nowhere
     ctx.advance(ctx.node.config.retry_backoff_ms + 1)
     assert (1, _ep(1)) in [(r.destination, r.endpoint) for r in ctx._history[seen:]]
+
+
+def _with_endpoints(request: Any, leader: int) -> Any:
+    cls = type(request).LeaderEndpoint
+    return replace(
+        request, leader_endpoints=[cls(name="CONTROLLER", host=f"h{leader}", port=9090 + leader)]
+    )
+
+
+def test_a_voter_without_the_new_leader_in_its_set_reaches_it_at_the_requests_endpoint() -> None:
+    """The nemesis campaign (seed 1007): voter 3's set was [2, 3] while node 1, wiped and
+    re-added, won its vote; node 3 followed leader 1 with no endpoint for it and dropped every
+    Fetch, so leader 1 lost check-quorum every 1.5 s for 28 s. Kafka takes the leader's
+    endpoints from the BeginQuorumEpoch request (v1), else from the voter set."""
+    voters = VoterSet.from_nodes(VoterNode(ReplicaKey(i, _dir(i)), (_ep(i),), 0, 1) for i in (2, 3))
+    ctx = RaftTestContext(
+        3, [2, 3], voter_set=voters, kraft_version=1, directory_id=_dir(3), endpoints=(_ep(3),)
+    )
+    ctx.request(1, vote_request(5, 1, voter_id=3))
+    assert ctx.response().message.topics[0].partitions[0].vote_granted
+    seen = len(ctx._history)
+    ctx.request(1, _with_endpoints(begin_epoch(1, 5), 1))
+    st = ctx.node.state
+    assert isinstance(st, FollowerState) and (st.leader_id, st.leader_endpoint) == (1, _ep(1))
+    ctx.flush()
+    ctx.advance(1)
+    fetches = [r for r in ctx._history[seen:] if isinstance(r.message, FetchRequestData)]
+    assert fetches and {(r.destination, r.endpoint) for r in fetches} == {(1, _ep(1))}
+    # the same from EndQuorumEpoch, at a newer epoch (the leader resigning names itself)
+    ctx.request(1, _with_endpoints(end_epoch(1, 6, [3]), 1))
+    st = ctx.node.state
+    assert st.epoch == 6 and getattr(st, "leader_endpoint", None) in (None, _ep(1))
+
+
+def test_a_resigning_leader_names_its_endpoints_in_end_quorum_epoch() -> None:
+    """Kafka's `buildEndQuorumEpochRequest` sets LeaderEndpoints (v1); ours sent none."""
+    voters = VoterSet.from_nodes(
+        VoterNode(ReplicaKey(i, _dir(i)), (_ep(i),), 0, 1) for i in (1, 2, 3)
+    )
+    ctx = RaftTestContext(
+        1, [1, 2, 3], voter_set=voters, kraft_version=1, directory_id=_dir(1), endpoints=(_ep(1),)
+    )
+    ctx.become_leader()
+    ctx.node.resign()
+    ctx.flush()
+    ends = ctx.sent(EndQuorumEpochRequestData)
+    assert ends and all(
+        [(e.name, e.host, e.port) for e in r.message.leader_endpoints]
+        == [("CONTROLLER", "h1", 9091)]
+        for r in ends
+    )

@@ -4,6 +4,7 @@ bad frames close only their connection, client timeouts and reconnect backoff.""
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 
 import pytest
@@ -149,3 +150,29 @@ async def test_client_send_callbacks_exactly_once_and_drops_late_responses() -> 
         await conn.close()
     finally:
         await server.stop()
+
+
+async def test_a_request_refused_by_stopped_storage_closes_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """After a storage failure the node says so in one line and stops; requests still in
+    flight are refused by the stopped storage and close their connection quietly (the nemesis
+    saw a full traceback after the ENOSPC line)."""
+    from metaquorum.runtime.storage_io import StorageStoppedError
+
+    caplog.set_level(logging.INFO)
+
+    async def handler(req: InboundRequest | UnsupportedApiVersions, conn: int) -> bytes:
+        raise StorageStoppedError("storage stopped after: write of x failed: ENOSPC")
+
+    server = KafkaServer("127.0.0.1", 0, handler, max_frame_bytes=1024)  # type: ignore[arg-type]
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        await _raw_request(writer, 1)
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed
+        writer.close()
+    finally:
+        await server.stop()
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
+    assert "ENOSPC" in caplog.text
