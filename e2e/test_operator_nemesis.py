@@ -123,7 +123,7 @@ def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) ->
     plan = sequences(SEED, SEQUENCES)
     print(
         f"\noperator nemesis: seed {SEED}, {SEQUENCES} sequences; re-run with "
-        f"E2E_NEMESIS_SEED={SEED} E2E_NEMESIS_SEQUENCES={SEQUENCES} e2e/run.sh -k operator_nemesis"
+        f"E2E_NEMESIS_SEED={SEED} E2E_NEMESIS_SEQUENCES={SEQUENCES} make e2e-nemesis"
     )
     ledger = ledger_for(ns)
     ledger.writers = 1
