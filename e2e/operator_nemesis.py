@@ -3,8 +3,9 @@
 Role: `sequences(seed, n)` draws `n` short sequences (2-3 steps each) of what a cluster does to
 an operator-run quorum: `scale` (spec.replicas one up or down, kept within 3..5), `kill` (kill -9
 of the leader's or a follower's node process), `lose` (a member's PVC and pod deleted: it comes
-back empty, under a new directory id) and `operator` (the operator's pod deleted; its
-Deployment starts another, which resumes from the status and the live quorum). Victims are
+back empty, under a new directory id) and `operator` (the operator's pod deleted `delay`
+seconds into the sequence's next step — or at once when it is the last — its Deployment starts
+another, which resumes from the status and the live quorum). Victims are
 named by role (`leader`, or the `pick`-th follower in id order), resolved against the live
 quorum when the step runs, so a seed means the same schedule on every run.
 
@@ -29,6 +30,7 @@ class Step:
     replicas: int = 0  # scale: the new spec.replicas
     role: str = ""  # kill/lose: "leader" or "follower"
     pick: int = 0  # kill/lose of a follower: which one (modulo their number, in id order)
+    delay: float = 0.0  # operator: seconds into the next step of the sequence (if any)
 
     def __str__(self) -> str:
         if self.kind == "scale":
@@ -36,7 +38,7 @@ class Step:
         if self.kind in ("kill", "lose"):
             who = "leader" if self.role == "leader" else f"follower#{self.pick}"
             return f"{self.kind}({who})"
-        return "operator-restart"
+        return f"operator-restart@{self.delay}s"
 
 
 def sequences(seed: int, n: int, replicas: int = MIN_REPLICAS) -> list[list[Step]]:
@@ -57,6 +59,6 @@ def sequences(seed: int, n: int, replicas: int = MIN_REPLICAS) -> list[list[Step
                 role = "leader" if rng.random() < 0.4 else "follower"
                 seq.append(Step(kind, role=role, pick=rng.randrange(4)))
             else:
-                seq.append(Step("operator"))
+                seq.append(Step("operator", delay=round(rng.uniform(0.0, 4.0), 1)))
         out.append(seq)
     return out

@@ -3,9 +3,11 @@ restarts on one operator-run quorum of the real node, the invariants checked thr
 
 One quorum (the sample, 3 voters) takes `E2E_NEMESIS_SEQUENCES` sequences (20 in `make e2e`;
 `make e2e-nemesis` runs more) of 2-3 steps from operator_nemesis.sequences(seed); each step
-waits until the quorum has healed and the status agrees (settled) before the next. All along,
-quorum_watch.Watcher records DescribeQuorum every ~0.1 s and a ledger client appends. After
-every sequence the recorded history is checked (quorum_watch.check): never fewer than a
+waits until the quorum has healed and the status agrees (settled) before the next. An operator
+restart that is not a sequence's last step happens in the middle of the next one (its pod
+deleted `delay` seconds into it: the new operator resumes from the status and the live quorum).
+All along, quorum_watch.Watcher records DescribeQuorum every ~0.1 s and a ledger client appends.
+After every sequence the recorded history is checked (quorum_watch.check): never fewer than a
 majority of voters caught up unless the nemesis itself took the others down, no leaderless
 stretch over 20 s, voter sets changing one member at a time, each seen committed before the
 next; at the end the ledger: no acknowledged record lost. The seed is printed first;
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from collections import defaultdict
 from typing import Any
@@ -65,9 +68,48 @@ class Nemesis:
         followers = sorted(k[0] for k in s.voters if k[0] != s.leader)
         return followers[step.pick % len(followers)]
 
-    def do(self, step: Step) -> None:
+    def restart_operator(self) -> set[str]:
+        """Delete the operator's pod(s); returns their names (the Deployment starts another)."""
+        old = set(operator_pods(self.cluster))
+        for pod in old:
+            self.cluster.kubectl("delete", "pod", pod, "-n", OPERATOR_NS, "--wait=false")
+        return old
+
+    def new_operator_ready(self, old: set[str]) -> None:
+        def ready() -> bool:
+            pods = self.cluster.core.list_namespaced_pod(
+                OPERATOR_NS, label_selector="app.kubernetes.io/name=metaquorum-operator"
+            ).items
+            live = [p for p in pods if p.metadata.name not in old]
+            return len(pods) == len(live) == 1 and any(
+                c.type == "Ready" and c.status == "True" for c in live[0].status.conditions or []
+            )
+
+        wait_for(ready, STEP_TIMEOUT_S, "a new operator pod ready")
+
+    def do(self, step: Step, restart_after: float | None = None) -> None:
+        """One step, healed and settled. `restart_after`: the operator's pod is deleted that
+        many seconds into the step (an operator restart in the middle of it)."""
         before = self.healthy()
         t0 = time.monotonic()
+        restarted: list[set[str]] = []
+        timer = None
+        if restart_after is not None:
+            timer = threading.Timer(
+                restart_after, lambda: restarted.append(self.restart_operator())
+            )
+            timer.start()
+        try:
+            kind = self._do(step, before, t0)
+        finally:
+            if timer is not None:
+                timer.join()
+        if restarted:
+            self.new_operator_ready(restarted[0])
+            kind += " + operator restart"
+        self.times[kind].append(time.monotonic() - t0)
+
+    def _do(self, step: Step, before: Seen, t0: float) -> str:
         if step.kind == "scale":
             kind = "scale up" if step.replicas > self.replicas else "scale down"
             self.replicas = step.replicas
@@ -100,22 +142,8 @@ class Nemesis:
             self.faults[-1] = Fault(victim, t0, time.monotonic(), "lose")
         else:
             kind = "operator restart"
-            old_pods = set(operator_pods(self.cluster))
-            for pod in old_pods:
-                self.cluster.kubectl("delete", "pod", pod, "-n", OPERATOR_NS, "--wait=false")
-
-            def new_operator() -> bool:
-                pods = self.cluster.core.list_namespaced_pod(
-                    OPERATOR_NS, label_selector="app.kubernetes.io/name=metaquorum-operator"
-                ).items
-                live = [p for p in pods if p.metadata.name not in old_pods]
-                return len(pods) == len(live) == 1 and any(
-                    c.type == "Ready" and c.status == "True"
-                    for c in live[0].status.conditions or []
-                )
-
-            wait_for(new_operator, STEP_TIMEOUT_S, "a new operator pod ready")
-        self.times[kind].append(time.monotonic() - t0)
+            self.new_operator_ready(self.restart_operator())
+        return kind
 
 
 def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) -> None:  # noqa: F811
@@ -136,11 +164,16 @@ def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) ->
         for i, seq in enumerate(plan):
             label = f"seed {SEED} sequence {i}: {' '.join(map(str, seq))}"
             print(label, flush=True)
-            for step in seq:
+            during: float | None = None  # an operator restart due in the middle of the next step
+            for j, step in enumerate(seq):
+                if step.kind == "operator" and j + 1 < len(seq):
+                    during = step.delay
+                    continue
                 try:
-                    nemesis.do(step)
+                    nemesis.do(step, restart_after=during)
                 except AssertionError as e:
                     raise AssertionError(f"{label}: {step}: {e}") from None
+                during = None
             violations = check(watcher.seen, nemesis.faults)
             assert not violations, f"{label}: {violations[:5]}"
             ledger.wait_acked(5, timeout_s=60)
