@@ -199,6 +199,10 @@ def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its
         f"no other leader before {leader_pod} was deleted: "
         f"{[(round(s.t - t0, 2), s.leader, s.epoch) for s in seen if s.t < t_leader][-5:]}"
     )
+    events = cluster.core.list_namespaced_event(
+        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=LeaderResigning"
+    ).items
+    assert [e.message.split()[2] for e in events] == [str(start.leader)]  # "asked leader N ..."
     after = mq(cluster, ns)["status"]
     assert {v["id"]: v["directoryId"] for v in after["voters"]} == dirs  # the data stayed
     result = ledger.check()
