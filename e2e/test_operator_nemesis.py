@@ -36,6 +36,9 @@ pytestmark = pytest.mark.e2e
 SEQUENCES = int(os.environ.get("E2E_NEMESIS_SEQUENCES", "20"))
 SEED = int(os.environ.get("E2E_NEMESIS_SEED") or random.SystemRandom().randrange(1, 10**6))
 STEP_TIMEOUT_S = 240
+# pytest-timeout's 600 s (pyproject) is for one ordinary test; this one grows with its sequences
+# (20 took 440-490 s at load 9-10)
+TEST_TIMEOUT_S = 300 + 60 * SEQUENCES
 
 
 class Nemesis:
@@ -146,6 +149,7 @@ class Nemesis:
         return kind
 
 
+@pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) -> None:  # noqa: F811
     ns = quorum
     plan = sequences(SEED, SEQUENCES)
