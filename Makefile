@@ -26,6 +26,7 @@ help:
 	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
+	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
@@ -80,6 +81,14 @@ integration: setup
 
 e2e: setup
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "tier e2e: not built yet"; fi
+
+# The operator nemesis for longer (not in make test; make e2e runs it with 20 sequences):
+# E2E_NEMESIS_SEQUENCES sequences of scale / kill -9 / PVC loss / operator restart on one quorum,
+# a random seed printed first (E2E_NEMESIS_SEED=S re-runs one). docs/operator.md.
+E2E_NEMESIS_SEQUENCES ?= 100
+.PHONY: e2e-nemesis
+e2e-nemesis: setup
+	E2E_NEMESIS_SEQUENCES=$(E2E_NEMESIS_SEQUENCES) e2e/run.sh -k operator_nemesis_keeps -s
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
 # on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).

@@ -36,6 +36,7 @@ SPEC_HASH = "metaquorum.dev/spec-hash"
 CONFIG_HASH = "metaquorum.dev/config-hash"
 BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
 AUTO_JOIN = "controller.quorum.auto.join.enable"
+RESIGN_ENABLE = "metaquorum.http.resign.enable"
 # ConfigMap keys besides server.properties, read by the format init container.
 BOOTSTRAP_KEY = "bootstrap"  # "standalone" until the quorum has had a leader, then "join"
 TOMBSTONES_KEY = "removed-directory-ids"  # one replaced directory id per line
@@ -113,6 +114,8 @@ def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
         "listener.security.protocol.map": f"CONTROLLER:{protocol}",
         BOOTSTRAP_SERVERS: bootstrap_servers(spec, names),
         AUTO_JOIN: "false",
+        # POST /resign?epoch=N: a roll moves leadership off a leader before deleting its pod
+        RESIGN_ENABLE: "true",
     }
     if spec.tls_enabled:
         # PEM key + chain and CA from the Secret mounted at TLS_DIR; the file locations are

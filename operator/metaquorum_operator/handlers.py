@@ -131,8 +131,9 @@ def reconcile(
         logger.info("%s", _describe(action))
 
     def failed(action: planner.Action, error: str) -> None:
-        metrics.ERRORS.labels("VoterChangeFailed").inc()
-        kopf.warn(body, reason="VoterChangeFailed", message=f"{_describe(action)}: {error}")
+        reason = "ResignFailed" if isinstance(action, planner.ResignLeader) else "VoterChangeFailed"
+        metrics.ERRORS.labels(reason).inc()
+        kopf.warn(body, reason=reason, message=f"{_describe(action)}: {error}")
 
     try:
         run = run_steps(
@@ -209,6 +210,8 @@ class Quorum(Protocol):
         self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
     ) -> None: ...
 
+    def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None: ...
+
 
 class AdminQuorum:
     """The live quorum through metaquorum.admin, on the pods' stable names; over mutual TLS with
@@ -253,6 +256,10 @@ class AdminQuorum:
         # an added voter's endpoint: its pod's stable name
         endpoint = (desired.names.pod_fqdn(action.key.id), port)
         observe.change(action, bootstrap, endpoint, tls=tls)
+
+    def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None:
+        host = desired.names.pod_fqdn(action.node_id)
+        observe.resign(host, desired.spec.http_port, action.epoch)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -300,6 +307,14 @@ def run_steps(
                 observed, observation, progress = look(progress)
                 break
             progress = dataclasses.replace(progress, pending=None)  # answered once committed
+        elif isinstance(action, planner.ResignLeader):
+            # remembered before it is sent: a leader that ignores it is rolled after a bound
+            asked = (action.node_id, action.epoch, clock())
+            progress = dataclasses.replace(progress, resign_asked=asked)
+            try:
+                quorum.resign(action, desired)
+            except AdminError as e:
+                on_failure(action, str(e))
         else:
             kube.execute(action, desired.names)
         on_action(action)
@@ -326,6 +341,8 @@ def _describe(action: planner.Action) -> str:
         return f"scaled StatefulSet to {action.replicas} replicas ({action.reason})"
     if isinstance(action, planner.DeletePod):
         return f"deleted pod {action.name} ({action.reason})"
+    if isinstance(action, planner.ResignLeader):
+        return f"asked leader {action.node_id} to resign epoch {action.epoch} ({action.reason})"
     if isinstance(action, planner.AddVoter):
         k = action.key
         return f"added voter {k.id} (directory {k.directory_id}) ({action.reason})"
@@ -338,6 +355,7 @@ def _describe(action: planner.Action) -> str:
 EVENT_REASONS: dict[type, str] = {
     planner.ScaleStatefulSet: "Scaled",
     planner.DeletePod: "RolledPod",
+    planner.ResignLeader: "LeaderResigning",
     planner.AddVoter: "VoterAdded",
     planner.RemoveVoter: "VoterRemoved",
 }

@@ -46,6 +46,9 @@ class CatchUp:
     # A voter not caught up for this long (a pod lost and not rejoining) makes the resource
     # Degraded, with a Warning Event.
     rejoin_bound_ms: int = 30_000
+    # A leader asked to resign (a roll's leader last) that still leads that epoch this long
+    # after is rolled anyway: its pod is deleted and the node's SIGTERM hand-over resigns it.
+    resign_timeout_ms: int = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +69,14 @@ class PendingChange:
 @dataclass(frozen=True, slots=True)
 class Progress:
     """What the planner knows beyond one observation: the clock, a pending change, since when
-    (operator clock, ms) each replica has been caught up without a break, and since when each
-    voter has not been."""
+    (operator clock, ms) each replica has been caught up without a break, since when each
+    voter has not been, and the last leader asked to resign as (node id, epoch, asked at ms)."""
 
     now_ms: int = 0
     pending: PendingChange | None = None
     caught_up_since: Mapping[VoterKey, int] = field(default_factory=dict)
     lagging_since: Mapping[VoterKey, int] = field(default_factory=dict)
+    resign_asked: tuple[int, int, int] | None = None
 
     def lagging_longer_than(self, bound_ms: int) -> list[VoterKey]:
         return sorted(k for k, t in self.lagging_since.items() if self.now_ms - t >= bound_ms)
@@ -135,7 +139,13 @@ def advance(
             pending = replace(pending, reflected_at=leo)
         elif quorum.high_watermark >= pending.reflected_at:
             pending = None  # committed
-    return Progress(now_ms, pending, caught_up_since=since, lagging_since=lagging)
+    return Progress(
+        now_ms,
+        pending,
+        caught_up_since=since,
+        lagging_since=lagging,
+        resign_asked=progress.resign_asked,
+    )
 
 
 def held(progress: Progress, key: VoterKey, settings: CatchUp) -> bool:

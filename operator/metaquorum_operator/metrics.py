@@ -25,7 +25,8 @@ RECONCILES = Counter(
 )
 ACTIONS = Counter(
     "metaquorum_operator_actions",
-    "Actions executed, by kind (Apply, ScaleStatefulSet, DeletePod, AddVoter, RemoveVoter)",
+    "Actions executed, by kind (Apply, ScaleStatefulSet, DeletePod, ResignLeader, AddVoter, "
+    "RemoveVoter)",
     ["kind"],
     registry=REGISTRY,
 )

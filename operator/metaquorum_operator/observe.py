@@ -6,7 +6,9 @@ operator: DescribeCluster on the pods' stable DNS names (any of them answers wit
 and the active controller), then DescribeQuorum on the leader; the answer mapped (purely, by
 `observed_quorum_of`) to the planner's `ObservedQuorum`. `change` sends the planner's AddVoter /
 RemoveVoter to the leader as `kafka-metadata-quorum add-controller / remove-controller` does
-(metaquorum.admin.reconfig); both answer once the VotersRecord is committed.
+(metaquorum.admin.reconfig); both answer once the VotersRecord is committed. `resign` asks a
+leader to resign its epoch through its node's HTTP listener (POST /resign?epoch=N: Kafka has no
+wire RPC for it; the node's `RaftClient.resign(epoch)`), before a roll deletes its pod.
 
 Invariants: `describe` never raises: any failure (no pod answers, no leader yet, timeout, a bad
 reply) is an `Observation` with `quorum=None` and a one-line `error`; it is bounded by
@@ -20,7 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import ssl
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,6 +45,7 @@ from metaquorum_operator.planner import AddVoter, RemoveVoter
 
 DESCRIBE_TIMEOUT_S = 3.0
 CHANGE_TIMEOUT_S = 15.0
+RESIGN_TIMEOUT_S = 3.0
 # Kafka's Uuid.ZERO as a string: a replica that reports no directory id (pre-KIP-853 voter).
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -149,3 +155,24 @@ def change(
 ) -> None:
     """Blocking form for a worker thread."""
     asyncio.run(change_async(action, bootstrap, endpoint, timeout_s, tls))
+
+
+def resign(host: str, http_port: int, epoch: int, timeout_s: float = RESIGN_TIMEOUT_S) -> str:
+    """POST /resign?epoch=N to a node: "resigned" (202) or "not leader" (409: another leader
+    or epoch already); AdminError with one line for anything else (the endpoint off, no
+    answer)."""
+    url = f"http://{host}:{http_port}/resign?epoch={epoch}"
+    req = urllib.request.Request(url, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s):
+            return "resigned"
+    except urllib.error.HTTPError as e:
+        if e.code == 409:
+            return "not leader"
+        try:
+            why = json.loads(e.read()).get("error", "")
+        except ValueError:
+            why = ""
+        raise AdminError(f"POST {url}: HTTP {e.code} {why}".strip()) from None
+    except (OSError, ValueError) as e:
+        raise AdminError(f"POST {url}: {type(e).__name__}: {e}") from None

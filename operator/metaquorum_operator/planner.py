@@ -26,7 +26,11 @@ Rules, in order (the first that applies wins):
    the StatefulSet's whenScaled retention policy, from spec.storage.deleteClaimsOnScaleDown).
    Rules 4-8 act while some pods are down (a dead voter can be removed); those below wait
    until every pod exists and is ready.
-9. OnDelete roll: delete one pod on an old revision, highest ordinal first, the leader last.
+9. OnDelete roll: delete one pod on an old revision, highest ordinal first, the leader last,
+   and the leader only as a follower: first ResignLeader (its node's POST /resign?epoch=N,
+   KIP-595 EndQuorumEpoch to its successors), then wait until another voter leads; a leader
+   still leading that epoch `resign_timeout_ms` after it was asked is deleted anyway (the
+   node's SIGTERM hand-over resigns it). A quorum of one voter has nobody to hand over to.
 10. Grow the StatefulSet one replica when every pod is a voter and spec.replicas is larger.
 11. Converged when the voters are exactly pods 0..replicas-1; otherwise wait.
 
@@ -85,6 +89,17 @@ class DeletePod:
 
 
 @dataclass(frozen=True, slots=True)
+class ResignLeader:
+    """Ask the leader of `epoch` (node `node_id`, pod `name`) to resign before its pod is rolled:
+    its node's POST /resign?epoch=N (it refuses when no longer the leader of that epoch)."""
+
+    name: str
+    node_id: int
+    epoch: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class AddVoter:
     """AddRaftVoter (KIP-853) of an observer caught up with the leader."""
 
@@ -119,7 +134,17 @@ class Converged:
     reason: str = "all objects up to date, all replicas ready and voters"
 
 
-Action = Apply | ScaleStatefulSet | DeletePod | AddVoter | RemoveVoter | Wait | Refused | Converged
+Action = (
+    Apply
+    | ScaleStatefulSet
+    | DeletePod
+    | ResignLeader
+    | AddVoter
+    | RemoveVoter
+    | Wait
+    | Refused
+    | Converged
+)
 VOTER_CHANGES = (AddVoter, RemoveVoter)
 
 
@@ -302,6 +327,10 @@ def _quorum_rules(
             ok = others <= still if len(voters) <= 2 else safe_voter_set(voters, still)
             if not ok:
                 return Wait(f"{p.name} runs an old revision; the others are not caught up")
+            if p.ordinal == quorum.leader_id and len(voters) > 1:
+                step = _resign_first(p.name, quorum, progress, settings)
+                if step is not None:
+                    return step
             return DeletePod(p.name, f"{p.name} runs an old revision")
     # 10. grow one pod at a time once every pod is a voter
     if sts.replicas < target:
@@ -314,6 +343,20 @@ def _quorum_rules(
     if missing:
         return Wait(f"node {missing[0]} is not a voter (waiting for it to join as an observer)")
     return Converged()
+
+
+def _resign_first(
+    pod: str, quorum: ObservedQuorum, progress: Progress, settings: CatchUp
+) -> Action | None:
+    """The leader's pod is next in a roll: ask it to resign, wait for another leader, or (None)
+    roll it anyway once it ignored the request for settings.resign_timeout_ms."""
+    leader, epoch = quorum.leader_id, quorum.leader_epoch
+    asked = progress.resign_asked
+    if asked is None or asked[:2] != (leader, epoch):
+        return ResignLeader(pod, leader, epoch, f"{pod} leads epoch {epoch} and is rolled last")
+    if progress.now_ms - asked[2] < settings.resign_timeout_ms:
+        return Wait(f"{pod} was asked to resign epoch {epoch}: waiting for another leader")
+    return None
 
 
 def _checked_remove(

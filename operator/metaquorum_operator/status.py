@@ -35,6 +35,7 @@ from metaquorum_operator.planner import (
     DeletePod,
     Refused,
     RemoveVoter,
+    ResignLeader,
     ScaleStatefulSet,
 )
 
@@ -69,6 +70,7 @@ def step_reason(action: Action) -> str:
         RemoveVoter: "RemovingVoter",
         ScaleStatefulSet: "Scaling",
         DeletePod: "Rolling",
+        ResignLeader: "Rolling",
         Apply: "Applying",
         Refused: REFUSED_REASON,
         Converged: "Converged",

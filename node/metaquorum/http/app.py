@@ -1,4 +1,4 @@
-"""aiohttp app of a running node: /metrics, /healthz, /readyz, /status, POST /snapshot.
+"""aiohttp app of a running node: /metrics, /healthz, /readyz, /status, POST /snapshot, /resign.
 
 Role: expose the node's view of the quorum. /metrics uses Kafka's `raft-metrics` names
 (reference §7) in Prometheus form: group and name joined, dashes as underscores, e.g.
@@ -9,9 +9,14 @@ the latencies and rates windowed as Kafka's (runtime/raft_metrics.py).
 caught up (else 503 with the reason); /status the JSON of `node_status`; POST /snapshot
 snapshots the state machine now (the node side of `snapshot create`: 200 with the snapshot id,
 409 when nothing new is committed) only when `metaquorum.http.snapshot.enable=true`, else 403
-naming that key: this listener has no authentication, so the one mutating endpoint is off
+naming that key: this listener has no authentication, so the mutating endpoints are off
 unless asked for (bind the listener to loopback, `metaquorum.http.listener=127.0.0.1:P`, to keep
-even the read-only endpoints off the network).
+even the read-only endpoints off the network). POST /resign?epoch=N (only when
+`metaquorum.http.resign.enable=true`, else 403): a leader of epoch N resigns now, as Kafka's
+`RaftClient.resign(epoch)` — EndQuorumEpoch to the voters, its successors most caught up first,
+the node keeps running as a follower; 202 with the epoch, 409 when this node is not the leader of
+that epoch (so a retried request never unseats a newer leader). The operator's rolling restart
+uses it to move leadership off a leader before deleting its pod.
 Invariants: the GET endpoints only read; every value is read from the driver at request time.
 """
 
@@ -25,6 +30,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from metaquorum.core.events import Resign
 from metaquorum.core.states import LeaderState
 from metaquorum.net.tls import TlsContexts
 from metaquorum.runtime.driver import Driver
@@ -110,7 +116,9 @@ def windowed_metrics(driver: Driver) -> Iterator[Metric]:
         )
 
 
-def build_app(runtime: NodeRuntime, *, snapshot_enabled: bool = False) -> web.Application:
+def build_app(
+    runtime: NodeRuntime, *, snapshot_enabled: bool = False, resign_enabled: bool = False
+) -> web.Application:
     registry = CollectorRegistry()
     registry.register(RaftCollector(runtime))
 
@@ -141,6 +149,25 @@ def build_app(runtime: NodeRuntime, *, snapshot_enabled: bool = False) -> web.Ap
             return web.json_response({"error": "nothing new committed to snapshot"}, status=409)
         return web.json_response({"end_offset": done[0], "epoch": done[1]})
 
+    async def resign(request: web.Request) -> web.Response:
+        if not resign_enabled:
+            return web.json_response(
+                {"error": "POST /resign is off: set metaquorum.http.resign.enable=true"},
+                status=403,
+            )
+        raw = request.query.get("epoch", "")
+        if not raw.isdigit():
+            return web.json_response(
+                {"error": "epoch=N (the leader's epoch) is required"}, status=400
+            )
+        node = runtime.driver.node
+        if not isinstance(node.state, LeaderState) or node.epoch != int(raw):
+            return web.json_response(
+                {"error": f"not the leader of epoch {raw}", "epoch": node.epoch}, status=409
+            )
+        runtime.driver.post(Resign())
+        return web.json_response({"resigned": int(raw)}, status=202)
+
     app = web.Application()
     app.add_routes(
         [
@@ -149,6 +176,7 @@ def build_app(runtime: NodeRuntime, *, snapshot_enabled: bool = False) -> web.Ap
             web.get("/readyz", readyz),
             web.get("/status", status),
             web.post("/snapshot", snapshot),
+            web.post("/resign", resign),
         ]
     )
     return app
@@ -165,6 +193,7 @@ async def start_configured_http(runtime: NodeRuntime) -> web.AppRunner | None:
         config.http_listener.host,
         config.http_listener.port,
         snapshot_enabled=config.http_snapshot_enabled,
+        resign_enabled=config.http_resign_enabled,
         tls=TlsContexts.shared(config.http_tls).server() if config.http_tls else None,
     )
 
@@ -175,10 +204,12 @@ async def start_http(
     port: int,
     *,
     snapshot_enabled: bool = False,
+    resign_enabled: bool = False,
     tls: ssl.SSLContext | None = None,
 ) -> web.AppRunner:
     """`tls`: HTTPS (`metaquorum.http.ssl.enable`), with the certificates net/tls.py reloads."""
-    runner = web.AppRunner(build_app(runtime, snapshot_enabled=snapshot_enabled), access_log=None)
+    app = build_app(runtime, snapshot_enabled=snapshot_enabled, resign_enabled=resign_enabled)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls)
     await site.start()

@@ -42,6 +42,8 @@ ENV_PREFIX = "METAQUORUM_"
 HTTP_LISTENER = "metaquorum.http.listener"
 # POST /snapshot on that listener (mutating, unauthenticated): off unless set to true.
 HTTP_SNAPSHOT_ENABLE = "metaquorum.http.snapshot.enable"
+# POST /resign?epoch=N on that listener (a leader of epoch N resigns): off unless set to true.
+HTTP_RESIGN_ENABLE = "metaquorum.http.resign.enable"
 # HTTPS on that listener with the controller listener's certificate (no client certificate).
 HTTP_SSL_ENABLE = "metaquorum.http.ssl.enable"
 MAX_FRAME_BYTES = "socket.request.max.bytes"  # Kafka's name, default 100 MiB
@@ -67,6 +69,7 @@ class NodeConfig:
     props: dict[str, str]
     tls: TlsSettings | None = None  # the controller listener's, when its protocol is SSL
     http_snapshot_enabled: bool = False  # POST /snapshot served
+    http_resign_enabled: bool = False  # POST /resign served
     http_tls: TlsSettings | None = None  # HTTPS on the HTTP listener
     raft_topic: RaftTopic = METADATA_RAFT_TOPIC  # metaquorum.raft.topic (TestRaftServer interop)
 
@@ -209,6 +212,7 @@ def config_from_properties(props: dict[str, str]) -> NodeConfig:
         props=props,
         tls=tls,
         http_snapshot_enabled=_flag(props, HTTP_SNAPSHOT_ENABLE),
+        http_resign_enabled=_flag(props, HTTP_RESIGN_ENABLE),
         http_tls=_http_tls(props, tls),
         raft_topic=raft_topic,
     )

@@ -95,3 +95,43 @@ def test_cluster_id_is_kafkas_uuid_text_and_never_an_option() -> None:
     first = base64.urlsafe_b64encode(bytes([0xF8]) + bytes(15)).decode()
     assert first.startswith("-")
     assert not new_cluster_id(lambda n: next(draws)).startswith("-")
+
+
+def test_resign_posts_the_epoch_and_maps_the_answers() -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import pytest
+    from metaquorum.admin.client import AdminError
+
+    answers = {"1": (202, {"resigned": 1}), "2": (409, {"error": "not the leader of epoch 2"})}
+    answers["3"] = (403, {"error": "POST /resign is off: set metaquorum.http.resign.enable=true"})
+    paths: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            paths.append(self.path)
+            code, body = answers[self.path.rsplit("=", 1)[1]]
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    try:
+        assert observe.resign("127.0.0.1", port, 1) == "resigned"
+        assert observe.resign("127.0.0.1", port, 2) == "not leader"
+        with pytest.raises(AdminError, match=r"HTTP 403 .*metaquorum\.http\.resign\.enable=true"):
+            observe.resign("127.0.0.1", port, 3)
+        assert paths == ["/resign?epoch=1", "/resign?epoch=2", "/resign?epoch=3"]
+    finally:
+        srv.shutdown()
+    with pytest.raises(AdminError, match=r"POST http://127\.0\.0\.1:\d+/resign\?epoch=1: "):
+        observe.resign("127.0.0.1", port, 1, timeout_s=1)  # nobody listens any more

@@ -21,6 +21,7 @@ from metaquorum_operator.planner import (
     Desired,
     Refused,
     RemoveVoter,
+    ResignLeader,
     ScaleStatefulSet,
     Wait,
 )
@@ -208,13 +209,62 @@ def test_plan_with_a_pending_change_only_waits_or_repeats_it() -> None:
     assert action == RemoveVoter(pending.key, action.reason)  # type: ignore[union-attr]
 
 
-def test_config_change_rolls_followers_first_the_leader_last() -> None:
-    world = World()
+class Recording(World):
+    """The world, noting who leads whenever a pod is deleted."""
+
+    leaders_at_deletion: dict[str, int]
+
+    def apply(self, action: planner.Action) -> None:
+        if isinstance(action, DeletePod):
+            self.leaders_at_deletion[action.name] = self.leader
+        super().apply(action)
+
+
+def test_config_change_rolls_followers_first_the_leader_last_after_it_resigned() -> None:
+    world = Recording()
+    world.leaders_at_deletion = {}
     d = Driver(world)
     d.until(desired(3))
     world.leader = 0
     d.actions.clear()
     d.until(desired(3, config={"controller.quorum.fetch.timeout.ms": "3000"}))
-    rolled = [a.name for a in d.actions if isinstance(a, DeletePod)]
-    assert rolled == ["q-2", "q-1", "q-0"]
+    steps = [
+        (type(a).__name__, a.name) for a in d.actions if isinstance(a, (DeletePod, ResignLeader))
+    ]
+    assert steps == [
+        ("DeletePod", "q-2"),
+        ("DeletePod", "q-1"),
+        ("ResignLeader", "q-0"),
+        ("DeletePod", "q-0"),
+    ]
+    # the leader's pod went as a follower: another (already rolled) voter led by then
+    assert world.leaders_at_deletion["q-0"] in (1, 2)
+    assert [(r.node_id, r.epoch) for r in world.resigns] == [(0, world.resigns[0].epoch)]
     assert voter_changes(d.actions) == []
+
+
+def test_a_leader_that_does_not_resign_is_waited_for_then_rolled_anyway() -> None:
+    world = World()
+    d = Driver(world)
+    d.until(desired(3))
+    world.leader = 0
+    want = desired(3, config={"controller.quorum.fetch.timeout.ms": "3000"})
+    world.resign = world.resigns.append  # type: ignore[method-assign]  # a node that ignores it
+    for _ in range(80):
+        if world.resigns:
+            break
+        d.run(want)
+    asked = world.resigns[0]
+    assert (asked.node_id, asked.epoch) == (0, world.epoch)
+    assert d.progress.resign_asked == (0, world.epoch, d.progress.resign_asked[2])  # type: ignore[index]
+    timeout = OP.catch_up.resign_timeout_ms
+    # within the bound: wait for another leader, never ask twice nor delete the leader's pod
+    while world.clock_ms - d.progress.resign_asked[2] < timeout - 1000:  # type: ignore[index]
+        action = d.run(want)
+        assert isinstance(action, Wait) and "asked to resign" in action.reason, action
+    assert len(world.resigns) == 1
+    assert "q-0" not in [a.name for a in d.actions if isinstance(a, DeletePod)]
+    # past it: rolled anyway (the node's SIGTERM hand-over resigns it)
+    d.until(want)
+    assert [a.name for a in d.actions if isinstance(a, DeletePod)][-1] == "q-0"
+    assert len(world.resigns) == 1

@@ -3,7 +3,8 @@
 A history interleaves spec changes (scale 1..5, a config change), faults (a pod killed, a disk
 lost), leadership moves and unanswered voter changes with runs of the operator. Throughout: the
 operator never sends a voter change while another is uncommitted, never makes a voter change or
-deletes a pod when the voter set would be left without a caught-up majority, and once the faults
+deletes a pod when the voter set would be left without a caught-up majority, never deletes the
+pod of the current leader of a quorum of two or more (it resigns first), and once the faults
 stop it converges to the spec with every voter on its pod's current directory. Separately, a plan
 made from a stale observation with a change pending never issues a different voter change.
 """
@@ -50,6 +51,9 @@ class Checked(World):
             others = len(vs) - (1 if i in vs else 0)
             if (2 * up <= len(vs)) if len(vs) > 2 else up < others:
                 self.violations.append(f"{action} leaves {up} of {len(vs)} voters up")
+            # a roll deletes a leader's pod only once it has resigned (another voter leads)
+            if i == self.leader and len(vs) > 1:
+                self.violations.append(f"{action} deletes the pod of leader {i} of {sorted(vs)}")
         super().apply(action)
 
 

@@ -9,7 +9,9 @@ that catch up after a few observations, a leader elected among the live voters, 
 changes that are appended uncommitted and commit once a majority of the new set is up; the
 leader refuses a change while another is uncommitted (as Kafka's leader does).
 
-`observe()` and `describe()` are what the planner sees; the world moves one tick per `observe`.
+A leader asked to resign (POST /resign?epoch=N) hands over to the lowest caught-up other voter in
+a new epoch. `observe()` and `describe()` are what the planner sees; the world moves one tick
+per `observe`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class World:
     leo: int = 0
     deleted: list[str] = field(default_factory=list)
     changes: list[planner.Action] = field(default_factory=list)
+    resigns: list[planner.ResignLeader] = field(default_factory=list)
     ack: bool = True  # whether a voter change answers (else: times out, left uncommitted)
     commit_delay: int = 0  # ticks an unanswered change stays uncommitted
     waited: int = 0
@@ -262,6 +265,16 @@ class World:
         else:
             raise AdminError("no answer from the leader")
 
+    def resign(self, action: planner.ResignLeader) -> None:
+        """POST /resign?epoch=N: the leader of that epoch hands over to a caught-up voter."""
+        self.resigns.append(action)
+        if (self.leader, self.epoch) != (action.node_id, action.epoch):
+            return  # 409: not the leader of that epoch
+        vs = self.voter_set()
+        others = sorted(i for i, d in vs.items() if i != self.leader and self.caught_up(i, d))
+        if others:
+            self.leader, self.epoch = others[0], self.epoch + 1
+
     # ---- faults --------------------------------------------------------------------------
     def lose_disk(self, i: int) -> None:
         """Pod i and its PVC go; the StatefulSet recreates both, empty."""
@@ -306,3 +319,6 @@ class ModelQuorum:
         self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
     ) -> None:
         self.world.change(action)
+
+    def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None:
+        self.world.resign(action)

@@ -1,0 +1,211 @@
+"""Faults under the operator on the real node: kill -9 rounds and a rolling restart, leader last.
+
+- kill -9 (the stand-in's `POST /kill`: SIGKILL to the pod's node process, restarted as a
+  kubelet restarts a crashed container) five times, alternating the leader and a follower,
+  while the integration tier's ledger appends: after each kill the quorum heals (a leader, the
+  same three voters with their directory ids, every voter caught up again after the kill; a
+  new epoch when the leader was killed), the heal time of each round in the timings; no
+  acknowledged record lost; the live quorum kept the nemesis invariants (quorum_watch.check).
+- a config change rolls the pods one at a time under the ledger with a strict leader-last
+  check: the order of the pods' deletions (the pods' uids and deletionTimestamps, recorded by
+  a watcher) has every follower before the pod that led when the roll began, and that leader
+  resigned first: DescribeQuorum showed another leader in a higher epoch before its pod got
+  its deletionTimestamp. Every voter keeps its directory id; no acknowledged record lost.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TIMINGS, Cluster, wait_for
+from quorum_watch import Fault, Seen, Watcher, check
+from test_operator_real_node import mq, quorum, settled  # noqa: F401 - the quorum fixture
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hosts(ns: str, members: int = 5) -> list[tuple[str, int]]:
+    return [(f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local", 9093) for i in range(members)]
+
+
+def ledger_for(ns: str) -> Any:
+    from metaquorum.net.endpoint import Endpoint
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.integration.ledger import Ledger
+
+    return Ledger(lambda: [Endpoint(h, p) for h, p in hosts(ns, 3)])
+
+
+def standin_pod(cluster: Cluster, ns: str, pod: str) -> dict[str, Any]:
+    found = [p for p in cluster.standin("/pods") if (p["namespace"], p["name"]) == (ns, pod)]
+    return found[0] if found else {}
+
+
+def whole(watcher: Watcher, voters: int) -> Seen | None:
+    """The latest answer if it shows a leader and `voters` voters, all caught up."""
+    s = watcher.latest()
+    if s is None or s.leader < 0 or len(s.voters) != voters or s.up != s.voters:
+        return None
+    return s
+
+
+@pytest.fixture
+def watched(quorum: str) -> Iterator[tuple[str, Any, Watcher]]:  # noqa: F811 - the fixture
+    ledger = ledger_for(quorum).start()
+    watcher = Watcher(hosts(quorum)).start()
+    try:
+        ledger.wait_acked(20, timeout_s=60)
+        yield quorum, ledger, watcher
+    finally:
+        watcher.stop()
+        ledger.stop()
+
+
+def kill_and_heal(
+    cluster: Cluster, ns: str, watcher: Watcher, before: Seen, victim: int
+) -> tuple[float, Seen]:
+    """kill -9 pod `victim`'s node process; returns (kill time, the first answer showing the
+    quorum healed): a leader (in a newer epoch if the victim led), the same voters, every one
+    caught up since the kill and the victim since the stand-in was seen to restart it (so the
+    heal time may be over by the 0.25 s poll)."""
+    pod = f"quorum-{victim}"
+    restarts = standin_pod(cluster, ns, pod)["restarts"]
+    t0, wall0 = time.monotonic(), time.time() * 1000
+    cluster.standin("/kill", namespace=ns, pod=pod)
+    restarted: list[float] = []
+
+    def healed() -> Seen | None:
+        if not restarted:
+            if standin_pod(cluster, ns, pod)["restarts"] <= restarts:
+                return None
+            restarted.append(time.time() * 1000)
+        s = whole(watcher, len(before.voters))
+        if s is None or s.t <= t0 or s.voters != before.voters:
+            return None
+        if victim == before.leader and s.epoch <= before.epoch:
+            return None
+        key = next(k for k in s.voters if k[0] == victim)
+        if not s.caught_up_since(key, restarted[0]):
+            return None
+        return s if all(s.caught_up_since(k, wall0) for k in s.voters) else None
+
+    return t0, wait_for(healed, 180, f"the quorum healed after kill -9 of {pod}")
+
+
+def test_kill_9_pods_repeatedly_leader_included_heals_and_loses_nothing(
+    cluster: Cluster, watched: tuple[str, Any, Watcher]
+) -> None:
+    ns, ledger, watcher = watched
+    faults: list[Fault] = []
+    heals: list[tuple[str, float]] = []
+    for rnd in range(5):
+        before = wait_for(lambda: whole(watcher, 3), 120, "3 voters caught up")
+        leader_round = rnd % 2 == 0
+        victim = (
+            before.leader
+            if leader_round
+            else min(k[0] for k in before.voters if k[0] != before.leader)
+        )
+        t0, s = kill_and_heal(cluster, ns, watcher, before, victim)
+        heals.append((f"{'leader' if leader_round else 'follower'} quorum-{victim}", s.t - t0))
+        faults.append(Fault(victim, t0, s.t, "kill"))
+        wait_for(lambda: settled(cluster, ns, [0, 1, 2]), 120, "the status Running, 3 voters")
+        ledger.wait_acked(20, timeout_s=60)
+    for i, (what, secs) in enumerate(heals):
+        TIMINGS[f"kill -9 round {i} ({what}) -> healed (s)"] = secs
+    print("kill -9 heal times:", [(w, round(t, 2)) for w, t in heals])
+    seen = watcher.stop()
+    ledger.stop()
+    result = ledger.check()
+    print(f"ledger: {result}")
+    assert result.acked >= 100
+    assert check(seen, faults) == []
+
+
+class PodDeletions:
+    """Records when each pod of the quorum got its deletionTimestamp (a watch on the pods)."""
+
+    def __init__(self, cluster: Cluster, ns: str) -> None:
+        self.cluster, self.ns = cluster, ns
+        self.deleted: dict[str, tuple[str, float]] = {}  # uid -> (pod name, monotonic time)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for p in self.cluster.core.list_namespaced_pod(self.ns).items:
+                if p.metadata.deletion_timestamp and p.metadata.uid not in self.deleted:
+                    self.deleted[p.metadata.uid] = (p.metadata.name, time.monotonic())
+            time.sleep(0.05)
+
+    def stop(self) -> list[tuple[str, float]]:
+        self._stop.set()
+        self._thread.join(10)
+        return sorted(self.deleted.values(), key=lambda x: x[1])
+
+
+def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its_pod_goes(
+    cluster: Cluster, watched: tuple[str, Any, Watcher]
+) -> None:
+    ns, ledger, watcher = watched
+    start = wait_for(lambda: whole(watcher, 3), 120, "3 voters caught up")
+    dirs = {v["id"]: v["directoryId"] for v in mq(cluster, ns)["status"]["voters"]}
+    uids = {i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)}
+    deletions = PodDeletions(cluster, ns)
+    t0 = time.monotonic()
+    cluster.kubectl(
+        "patch",
+        "metadataquorum",
+        "quorum",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec": {"config": {"controller.quorum.request.timeout.ms": "2500"}}}',
+    )
+
+    def rolled() -> bool:
+        now = {
+            i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)
+        }
+        return all(now[i] != uids[i] for i in range(3)) and bool(settled(cluster, ns, [0, 1, 2]))
+
+    wait_for(rolled, 300, "every pod replaced with the new config, 3 voters Running")
+    TIMINGS["rolling restart of 3 pods (s)"] = time.monotonic() - t0
+    order = deletions.stop()
+    seen = watcher.stop()
+    ledger.stop()
+    names = [name for name, _ in order]
+    print("roll order:", [(n, round(t - t0, 2)) for n, t in order], "leader", start.leader)
+    assert sorted(names) == ["quorum-0", "quorum-1", "quorum-2"], names
+    leader_pod = f"quorum-{start.leader}"
+    assert names[-1] == leader_pod, f"the leader {leader_pod} was not rolled last: {names}"
+    # graceful: before the leader's pod got its deletionTimestamp, another leader in a newer
+    # epoch answered (the old leader resigned while its pod was still running)
+    t_leader = order[-1][1]
+    handed = [s for s in seen if s.t < t_leader and s.leader not in (-1, start.leader)]
+    assert handed and handed[-1].epoch > start.epoch, (
+        f"no other leader before {leader_pod} was deleted: "
+        f"{[(round(s.t - t0, 2), s.leader, s.epoch) for s in seen if s.t < t_leader][-5:]}"
+    )
+    events = cluster.core.list_namespaced_event(
+        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=LeaderResigning"
+    ).items
+    assert [e.message.split()[2] for e in events] == [str(start.leader)]  # "asked leader N ..."
+    after = mq(cluster, ns)["status"]
+    assert {v["id"]: v["directoryId"] for v in after["voters"]} == dirs  # the data stayed
+    result = ledger.check()
+    print(f"ledger: {result}")
+    assert result.acked >= 20
+    assert check(seen) == []  # the operator's own restarts never leave a minority caught up
