@@ -106,16 +106,18 @@ nemesis-short: setup
 
 # The long campaign (not in make test): NEMESIS_RUNS seeded runs of NEMESIS_SECONDS each from
 # NEMESIS_SEED on, process and network faults overlapping (--compose), odd seeds on a dynamic
-# (KIP-853) quorum with remove-controller and disk-wipe faults (--mix), clock steps both ways, full disks;
-# passing runs keep their summary and logs, not their data dirs.
+# (KIP-853) quorum with remove-controller and disk-wipe faults (--mix), clock steps both ways,
+# full disks; passing runs keep their summary and logs, not their data, under NEMESIS_OUT (its
+# own dir, so `python -m tests.nemesis.report` sees no other run; docs/nemesis-campaign/).
 NEMESIS_RUNS ?= 200
 NEMESIS_SECONDS ?= 60
 NEMESIS_SEED ?= 1000
+NEMESIS_OUT ?= $${TMPDIR:-/tmp}/metaquorum-nemesis-campaign
 NEMESIS_KINDS ?= kill,pause,isolate,bridge,one-way,loss,slow,disk,full,clock-fwd,clock-back
 nemesis: setup
 	@scripts/nemesis-tools.sh >/dev/null
 	$(BIN)/python -m tests.nemesis.run --runs $(NEMESIS_RUNS) --duration $(NEMESIS_SECONDS) \
-		--seed $(NEMESIS_SEED) --kinds $(NEMESIS_KINDS) --compose --mix
+		--seed $(NEMESIS_SEED) --kinds $(NEMESIS_KINDS) --compose --mix --out $(NEMESIS_OUT)
 
 # The containers tier (issue 19, docs/e2e.md; not in make test yet): the node and operator images
 # built without Docker from Debian's packages + the Dockerfiles (e2e/tools/build-images.sh, cached
