@@ -137,12 +137,17 @@ class Nemesis:
         self._net_active = False
         self._net_faults_during_disk = False
 
-    def run(self, faults: list[Fault], t0: float) -> None:
-        """Each lane on its own thread; returns when every lane is done."""
+    def run(self, faults: list[Fault], t0: float, until: float = float("inf")) -> None:
+        """Each lane on its own thread; returns when every lane is done. A fault due after
+        `until` (monotonic: when the clients stop) is skipped and noted: a lane that waited
+        (a voter rejoining) can drift past the clients' end, where a node with a broken or full
+        disk has nothing to write and its fail-stop cannot be judged."""
         lanes = sorted({f.lane for f in faults})
         threads = [
             threading.Thread(
-                target=self._run_lane, args=([f for f in faults if f.lane == n], t0), daemon=True
+                target=self._run_lane,
+                args=([f for f in faults if f.lane == n], t0, until),
+                daemon=True,
             )
             for n in lanes
         ]
@@ -151,9 +156,16 @@ class Nemesis:
         for t in threads:
             t.join()
 
-    def _run_lane(self, faults: list[Fault], t0: float) -> None:
-        for f in faults:
+    def _run_lane(self, faults: list[Fault], t0: float, until: float) -> None:
+        for k, f in enumerate(faults):
             time.sleep(max(0.0, t0 + f.at_s - time.monotonic()))
+            if time.monotonic() >= until:
+                with self._lock:
+                    self.notes.append(
+                        f"{len(faults) - k} fault(s) of lane {f.lane} skipped: due after the "
+                        "clients stopped"
+                    )
+                return
             node = self._target(f.target)
             start = time.time_ns()
             what = self._inject(f.kind, node, f.clock_ms)

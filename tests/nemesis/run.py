@@ -125,7 +125,8 @@ def run(
             stderr=(out / "client.log").open("wb"),
             text=True,
         )
-        nemesis.run(faults, time.monotonic())
+        start = time.monotonic()
+        nemesis.run(faults, start, until=start + duration_s)
         nemesis.heal_all()
         client_out, _ = client.communicate(timeout=duration_s + 60)
         summary["client_ops"] = json.loads(client_out or "{}")

@@ -105,3 +105,25 @@ def test_a_campaign_report_survives_export_between_sittings(tmp_path: Path) -> N
     totals = json.loads(out.read_text())
     assert (totals["runs"], totals["checked_ops"], totals["faults"]) == (2, 170, 6)
     assert totals["failed"] == [] and totals["acked_appends"] == 1700
+
+
+def test_faults_due_after_the_clients_stopped_are_skipped(tmp_path: Path) -> None:
+    """Campaign seed 1067: a lane that had waited for a voter to rejoin reached its last fault
+    (node 3's disk full) after the clients had stopped; with nothing to write the node could
+    not fail-stop, which the harness reported as a finding. Such faults are now skipped."""
+    import time
+
+    from tests.nemesis.nemesis import Fault, Nemesis
+
+    class NoCluster:  # any use of the cluster fails the test
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"cluster.{name} used for a fault due after the clients")
+
+    n = Nemesis(NoCluster(), tmp_path / "nemesis.jsonl")  # type: ignore[arg-type]
+    start = time.monotonic()
+    n.run([Fault(0.2, "full", "3", 1.0), Fault(0.3, "isolate", "1", 1.0, 1)], start, start + 0.1)
+    assert n.injected == {} and n.findings == []
+    assert sorted(n.notes) == [
+        "1 fault(s) of lane 0 skipped: due after the clients stopped",
+        "1 fault(s) of lane 1 skipped: due after the clients stopped",
+    ]
