@@ -103,6 +103,13 @@ class Cluster:
     def helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.run("helm", *args, check=check)
 
+    def pod_uids(self, namespace: str, replicas: int, name: str = "quorum") -> dict[int, str]:
+        """Ordinal -> uid of a StatefulSet's pods (a changed uid: the pod was recreated)."""
+        return {
+            i: self.core.read_namespaced_pod(f"{name}-{i}", namespace).metadata.uid
+            for i in range(replicas)
+        }
+
     def pod_http(self, namespace: str, pod: str, port: int, path: str) -> Any:
         """GET a pod's HTTP endpoint: directly on its loopback IP here, through the apiserver's
         pod proxy on kind (the apiserver refuses to proxy to loopback addresses)."""

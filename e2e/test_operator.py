@@ -115,7 +115,7 @@ def test_config_change_rolls_pods_leader_last_and_keeps_data(cluster: Cluster, q
     ns = quorum
     before = mq(cluster, ns)["status"]
     dirs = {v["id"]: v["directoryId"] for v in before["voters"]}
-    uids = {i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)}
+    uids = cluster.pod_uids(ns, 3)
     cluster.kubectl(
         "patch",
         "metadataquorum",
@@ -128,9 +128,7 @@ def test_config_change_rolls_pods_leader_last_and_keeps_data(cluster: Cluster, q
     )
 
     def rolled() -> bool:
-        now = {
-            i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)
-        }
+        now = cluster.pod_uids(ns, 3)
         return all(now[i] != uids[i] for i in range(3)) and running(cluster, ns, 3)
 
     wait_for(rolled, 300, "every pod replaced with the new config")

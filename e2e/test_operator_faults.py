@@ -161,7 +161,7 @@ def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its
     ns, ledger, watcher = watched
     start = wait_for(lambda: whole(watcher, 3), 120, "3 voters caught up")
     dirs = {v["id"]: v["directoryId"] for v in mq(cluster, ns)["status"]["voters"]}
-    uids = {i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)}
+    uids = cluster.pod_uids(ns, 3)
     deletions = PodDeletions(cluster, ns)
     t0 = time.monotonic()
     cluster.kubectl(
@@ -176,9 +176,7 @@ def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its
     )
 
     def rolled() -> bool:
-        now = {
-            i: cluster.core.read_namespaced_pod(f"quorum-{i}", ns).metadata.uid for i in range(3)
-        }
+        now = cluster.pod_uids(ns, 3)
         return all(now[i] != uids[i] for i in range(3)) and bool(settled(cluster, ns, [0, 1, 2]))
 
     wait_for(rolled, 300, "every pod replaced with the new config, 3 voters Running")
