@@ -65,6 +65,18 @@ class Cluster:
     placeholder: list[str] = field(default_factory=list)
     hosts_file: Path | None = None  # the stand-in's pod/service names (local cluster only)
     containerd: Any = None  # the real-kubelet target's containerd (containerd.Containerd)
+    pod_logs: Path | None = None  # where the node agent writes containers' logs
+
+    def pod_log(self, namespace: str, pod: str, uid: str, container: str = "node") -> str | None:
+        """One container's log of one pod incarnation (its uid), read from the node agent's
+        files, also after the pod was deleted while they remain (the stand-in keeps them; a
+        real kubelet removes a deleted pod's log directory). None once they are gone."""
+        if self.pod_logs is None:
+            return None
+        pod_dir = self.pod_logs / f"{namespace}_{pod}_{uid}"
+        files = [pod_dir / f"{container}.log", *sorted((pod_dir / container).glob("*.log"))]
+        found = [f.read_text(errors="replace") for f in files if f.is_file()]
+        return "".join(found) if found else None
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -190,6 +202,7 @@ def local_cluster() -> Iterator[Cluster]:
             standin_control=f"http://127.0.0.1:{port_file.read_text()}",
             placeholder=["python3", str(HERE / "placeholder_node.py")],
             hosts_file=root / "kubelet" / "hosts",
+            pod_logs=root / "kubelet" / "pods",
         )
 
         def node_ready() -> bool:
@@ -232,6 +245,7 @@ def kubelet_cluster() -> Iterator[Cluster]:
             api,
             placeholder=["python3", "/opt/metaquorum/placeholder_node.py"],
             containerd=node.containerd,
+            pod_logs=root / "pod-logs",
         )
 
         def node_ready() -> bool:

@@ -182,6 +182,9 @@ def test_sigterm_leader_hands_over_faster_than_a_timeout(tmp_path: Path) -> None
         assert rc == 0
         assert new != old
         assert handover_s < 4.0, f"hand-over took {handover_s:.2f}s, not faster than a timeout"
+        # one line names the signal and the state it found (e2e's roll test reads it)
+        said = q.nodes[old].log_path.read_text(errors="replace")
+        assert f"received SIGTERM: shutting down as Leader(epoch={epoch}" in said, said[-2000:]
 
 
 def test_node_of_another_cluster_is_refused_and_nothing_truncated(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from metaquorum.core import describe_quorum, discovery
 from metaquorum.core.log import LogEntry
+from metaquorum.core.states import state_summary
 from metaquorum.net.tls import TlsContexts
 from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
@@ -108,7 +109,14 @@ class NodeRuntime:
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop_requested.set)
+            loop.add_signal_handler(sig, self.signalled, sig)
+
+    def signalled(self, sig: signal.Signals) -> None:
+        """One line naming the signal and the state it found (a rolled leader's log shows
+        whether it had resigned before its pod was stopped), then the graceful shutdown."""
+        state = state_summary(self.driver.node.state, self.driver.node.local_id)
+        log.info("received %s: shutting down as %s", sig.name, state)
+        self.stop_requested.set()
 
     async def shutdown(self) -> None:
         # The server stays up during the graceful part: the resigned leader must answer its
