@@ -47,6 +47,10 @@ MANAGED_KEYS = frozenset(
         "log.dirs",
         "metaquorum.http.listener",
         "controller.quorum.auto.join.enable",
+        # the operator's roll asks a leader to resign over HTTP (POST /resign)
+        "metaquorum.http.resign.enable",
+        # the kubelet's probes and the chart's scraping speak plain HTTP to that listener
+        "metaquorum.http.ssl.enable",
     }
 )
 

@@ -206,3 +206,22 @@ def test_only_the_client_service_carries_the_metrics_label() -> None:
     headless = builders.headless_service(spec, NAMES, OWNER)["metadata"]["labels"]
     assert client[builders.METRICS_LABEL] == "true"
     assert builders.METRICS_LABEL not in headless  # each node scraped once
+
+
+def test_every_key_the_pods_depend_on_is_managed_so_spec_config_cannot_override_it() -> None:
+    """`spec.config` is applied last: a key the operator's own behaviour relies on must be one
+    the CRD refuses there (a user's `metaquorum.http.resign.enable=false` would make every roll
+    wait out the resign bound; `metaquorum.http.ssl.enable=true` would fail the probes)."""
+    from metaquorum.runtime.config import HTTP_RESIGN_ENABLE, HTTP_SSL_ENABLE
+    from metaquorum_operator.model import MANAGED_KEYS
+
+    props = builders.node_properties(QuorumSpec(), NAMES)
+    fixed = {k for k in props if not k.startswith("ssl.")}  # TLS: the CRD checks those
+    assert fixed <= MANAGED_KEYS, sorted(fixed - MANAGED_KEYS)
+    assert props[HTTP_RESIGN_ENABLE] == "true"
+    (c,) = builders.statefulset(QuorumSpec(), NAMES, OWNER, 3)["spec"]["template"]["spec"][
+        "containers"
+    ]
+    probes = [c[p]["httpGet"] for p in ("readinessProbe", "livenessProbe") if p in c]
+    assert probes and all(p.get("scheme", "HTTP") == "HTTP" for p in probes)
+    assert HTTP_SSL_ENABLE in MANAGED_KEYS
