@@ -113,7 +113,7 @@ NEMESIS_RUNS ?= 200
 NEMESIS_SECONDS ?= 60
 NEMESIS_SEED ?= 1000
 NEMESIS_OUT ?= $${TMPDIR:-/tmp}/metaquorum-nemesis-campaign
-NEMESIS_KINDS ?= kill,pause,isolate,bridge,one-way,loss,slow,disk,full,clock-fwd,clock-back
+NEMESIS_KINDS ?= kill,pause,isolate,bridge,one-way,loss,slow,disk,full,clock-fwd,clock-back,delay,reorder
 nemesis: setup
 	@scripts/nemesis-tools.sh >/dev/null
 	$(BIN)/python -m tests.nemesis.run --runs $(NEMESIS_RUNS) --duration $(NEMESIS_SECONDS) \

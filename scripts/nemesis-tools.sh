@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What the nemesis tier (tests/nemesis) needs on the machine besides Go and Python: nftables
-# (Debian's `nftables`, the faults inside each node's network namespace), iproute2 (`ip netns`,
+# (Debian's `nftables`, the faults inside each node's network namespace), iptables (its NFQUEUE
+# target, for the delay and reorder faults), iproute2 (`ip netns`,
 # veth, bridge, `tc`) and libfiu (scripts/libfiu.sh: fsync EIO in a running node). Installed
 # from Debian's archive like every other test dependency. Idempotent; needs root (network
 # namespaces). Prints the directory holding fiu-run and fiu-ctrl.
@@ -9,6 +10,7 @@ SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 need=()
 command -v nft >/dev/null || need+=(nftables)
+command -v iptables >/dev/null || need+=(iptables)  # NFQUEUE (delay, reorder): the xtables target
 { command -v ip >/dev/null && command -v tc >/dev/null; } || need+=(iproute2)
 if ((${#need[@]})); then
     echo "nemesis: installing ${need[*]} (apt-get)" >&2

@@ -11,7 +11,10 @@ Kinds:
 - bridge: the two other nodes cut from each other, the target still sees both;
 - one-way: the target's packets to the other nodes dropped (it still hears them);
 - loss: 40% of the target's outgoing packets dropped; slow: a 256 kbit/s token bucket on its
-  link (queueing delay, then drops); there is no netem on this kernel (netns.py);
+  link (queueing delay, then drops); there is no netem on this kernel (netns.py), so:
+- delay (opt-in): every packet of the target to the other nodes held 50-150 ms (NFQUEUE and
+  `mqnemesis delay`: late, and reordered by the spread); reorder (opt-in): 30% of them held
+  20-100 ms, the rest sent at once (held ones arrive after later ones);
 - disk: fsync/fdatasync fail with EIO (libfiu); the node must fail-stop, and is restarted on
   its data at the end (the fault is gone in the new process);
 - full (opt-in): the node's own disk (an ext4 loop file system, disks.py) filled up, so its
@@ -45,13 +48,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.nemesis.cluster import Cluster
+from tests.nemesis.tools import tools
 
 KINDS = ("kill", "pause", "isolate", "bridge", "one-way", "loss", "slow", "disk", "clock-fwd")
 # Opt-in (`--kinds`): a backward wall-clock step. It broke a leader's read lease until the
 # runtime's clock became monotonic (docs/nemesis.md, "Findings"); `make nemesis` includes it, the
 # default set stays as it is so the CI seeds' schedules do not move (they have their own
 # clock-back regression test).
-EXTRA_KINDS = ("clock-back", "full")
+EXTRA_KINDS = ("clock-back", "full", "delay", "reorder")
+# delay / reorder: (min ms, max ms, percent of packets held)
+HOLDS = {"delay": (50, 150, 100), "reorder": (20, 100, 30)}
 # Only on a dynamic quorum (KIP-853): a voter removed with remove-controller, a voter's disk
 # wiped (it comes back under a new directory id); auto-join adds either back.
 DYNAMIC_KINDS = ("remove", "wipe")
@@ -74,6 +80,11 @@ class Fault:
 SCENARIOS = {
     "isolate-leader": [Fault(3.0, "isolate", "leader", 5.0)],
     "pause-leader": [Fault(3.0, "pause", "leader", 5.0)],
+    # The leader's packets to the followers late (50-150 ms), then reordered.
+    "delay-reorder-leader": [
+        Fault(3.0, "delay", "leader", 4.0),
+        Fault(9.0, "reorder", "leader", 4.0),
+    ],
     # The leader's disk fills up: ENOSPC at its next append; a new leader takes over.
     "full-leader": [Fault(3.0, "full", "leader", 3.0)],
     # (dynamic) a wiped voter rejoins by auto-join, then is killed and restarted on its new disk.
@@ -168,9 +179,10 @@ class Nemesis:
                 return
             node = self._target(f.target)
             start = time.time_ns()
-            what = self._inject(f.kind, node, f.clock_ms)
+            what = self._inject(f.kind, node, f.clock_ms, seed=int(f.at_s * 1000))
             time.sleep(f.hold_s)
-            self._heal(f.kind, node, f.clock_ms)
+            after = self._heal(f.kind, node, f.clock_ms)
+            what = f"{what}; {after}" if after else what
             with self._lock:
                 self._log(start, time.time_ns(), f.kind, node, what)
                 self.injected[f.kind] = self.injected.get(f.kind, 0) + 1
@@ -186,7 +198,7 @@ class Nemesis:
     def _others(self, node: int) -> list[int]:
         return [i for i in self.c.ids if i != node]
 
-    def _inject(self, kind: str, node: int, clock_ms: int = 0) -> str:
+    def _inject(self, kind: str, node: int, clock_ms: int = 0, seed: int = 0) -> str:
         net, others = self.c.net, self._others(node)
         if kind not in PROCESS_KINDS:
             self._net_active = self._net_faults_during_disk = True
@@ -212,6 +224,10 @@ class Nemesis:
         if kind == "slow":
             net.slow(node)
             return f"node {node}'s link limited to 256 kbit/s"
+        if kind in HOLDS:
+            lo, hi, share = HOLDS[kind]
+            self.c.net.delay(node, tools().mqnemesis, lo, hi, share, seed)
+            return f"{share}% of node {node}'s packets to {others} held {lo}-{hi} ms"
         if kind == "disk":
             self._net_faults_during_disk = self._net_active
             self.c.break_disk(node)
@@ -229,7 +245,8 @@ class Nemesis:
             return f"node {node}'s clock jumps {clock_ms:+d} ms (now {now:+d} ms from real time)"
         raise ValueError(f"unknown fault kind {kind}")
 
-    def _heal(self, kind: str, node: int, clock_ms: int = 0) -> None:
+    def _heal(self, kind: str, node: int, clock_ms: int = 0) -> str | None:
+        """Ends the fault; what it says of itself (the delay programs' summaries), if any."""
         if kind == "kill":
             self.c.start(node)
         elif kind == "pause":
@@ -262,8 +279,10 @@ class Nemesis:
                 self.c.kill(node)
             self.c.start(node)
         else:
-            self.c.net.heal()
+            said = self.c.net.heal()
             self._net_active = False
+            return "; ".join(said) or None
+        return None
 
     def heal_all(self) -> None:
         self.c.net.heal()

@@ -7,13 +7,16 @@ each node namespace gets an nftables table `inet nemesis` with empty input/outpu
 the faults go: `cut(a, b)` drops a's packets to b (one way), `partition(groups)` cuts every
 pair across groups both ways, `loss(i, pct)` drops that share of i's outgoing packets
 (`numgen random`), `slow(i)` puts a token-bucket filter on i's link (a slow link: packets
-queue, then drop). `heal()` flushes every rule and qdisc. `in_netns(ns, fn)` runs `fn` on a
+queue, then drop), `delay(i, ...)` hands i's packets to the other nodes to NFQUEUE 0 (an
+iptables NFQUEUE rule: this kernel has the xtables target, not nft's `queue`) where
+`mqnemesis delay`, run in i's namespace, holds them (delay, and reordering when only a share
+is held). `heal()` flushes every rule and qdisc and stops the delay programs (each accepts
+what it still holds) and returns their one-line summaries. `in_netns(ns, fn)` runs `fn` on a
 thread that has entered a namespace (`setns`), so the harness can reach the nodes' HTTP
 status without an address outside the namespaces.
 Invariants: every address lives in a namespace this module created; `destroy()` removes them
-all (idempotent). This kernel has no `sch_netem` (CONFIG_NET_SCH_NETEM is off), so fixed
-delay, reordering and duplication are not offered; loss and the slow link are what tc and nft
-can do here.
+all (idempotent). This kernel has no `sch_netem` (CONFIG_NET_SCH_NETEM is off): delay and
+reordering come from NFQUEUE and a userspace program instead; duplication is not offered.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -74,6 +78,7 @@ class Net:
         self.tag = tag
         self.hub = f"{tag}-hub"
         self.ns = {i: f"{tag}-n{i}" for i in nodes}
+        self.delayers: dict[int, subprocess.Popen[str]] = {}
 
     def create(self) -> None:
         hub = self.hub
@@ -101,6 +106,10 @@ class Net:
             )
 
     def destroy(self) -> None:
+        for proc in self.delayers.values():
+            proc.kill()
+            proc.wait()
+        self.delayers.clear()
         for ns in [*self.ns.values(), self.hub]:
             sh("ip", "netns", "del", ns, check=False)
 
@@ -136,7 +145,36 @@ class Net:
             *("tbf", "rate", rate, "burst", "4kb", "latency", "300ms"),
         )
 
-    def heal(self) -> None:
+    def delay(
+        self, i: int, mqnemesis: Path, min_ms: int, max_ms: int, share: int, seed: int
+    ) -> None:
+        """Node i's packets to the other nodes: `share`% of them held min..max ms each (the
+        rest pass at once, so held ones arrive after later ones); one program per node."""
+        argv = [*self.exec_prefix(i), str(mqnemesis), "delay", f"-seed={seed}"]
+        argv += [f"-min-ms={min_ms}", f"-max-ms={max_ms}", f"-share={share}"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            proc.kill()
+            _, err = proc.communicate(timeout=5)
+            raise RuntimeError(f"mqnemesis delay in {self.ns[i]} did not start: {err.strip()}")
+        self.delayers[i] = proc
+        peers = ",".join(node_ip(j) for j in self.ns if j != i)
+        sh(
+            *("ip", "netns", "exec", self.ns[i], "iptables", "-A", "OUTPUT", "-d", peers),
+            *("-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"),
+        )
+
+    def heal(self) -> list[str]:
         for i, ns in self.ns.items():
             self.nft(i, "flush chain inet nemesis input\nflush chain inet nemesis output\n")
             sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
+        said = []
+        for i, proc in sorted(self.delayers.items()):
+            sh("ip", "netns", "exec", self.ns[i], "iptables", "-F", "OUTPUT", check=False)
+            proc.terminate()  # it accepts every packet it still holds, then exits
+            _, err = proc.communicate(timeout=10)
+            last = err.strip().splitlines()[-1] if err.strip() else "no summary"
+            said.append(f"node {i}: {last}")
+        self.delayers.clear()
+        return said
