@@ -1,7 +1,8 @@
 """Faults under the operator on the real node: kill -9 rounds and a rolling restart, leader last.
 
-- kill -9 (the stand-in's `POST /kill`: SIGKILL to the pod's node process, restarted as a
-  kubelet restarts a crashed container) five times, alternating the leader and a follower,
+- kill -9 (Cluster.kill_container: SIGKILL to the pod's node process from outside, the
+  container's task on a real kubelet, the stand-in's `POST /kill` there; the node agent
+  restarts it, restartCount going up) five times, alternating the leader and a follower,
   while the integration tier's ledger appends: after each kill the quorum heals (a leader, the
   same three voters with their directory ids, every voter caught up again after the kill; a
   new epoch when the leader was killed), the heal time of each round in the timings; no
@@ -47,11 +48,6 @@ def ledger_for(ns: str) -> Any:
     return Ledger(lambda: [Endpoint(h, p) for h, p in hosts(ns, 3)])
 
 
-def standin_pod(cluster: Cluster, ns: str, pod: str) -> dict[str, Any]:
-    found = [p for p in cluster.standin("/pods") if (p["namespace"], p["name"]) == (ns, pod)]
-    return found[0] if found else {}
-
-
 def whole(watcher: Watcher, voters: int) -> Seen | None:
     """The latest answer if it shows a leader and `voters` voters, all caught up."""
     s = watcher.latest()
@@ -77,17 +73,17 @@ def kill_and_heal(
 ) -> tuple[float, Seen]:
     """kill -9 pod `victim`'s node process; returns (kill time, the first answer showing the
     quorum healed): a leader (in a newer epoch if the victim led), the same voters, every one
-    caught up since the kill and the victim since the stand-in was seen to restart it (so the
+    caught up since the kill and the victim since its restartCount was seen to go up (so the
     heal time may be over by the 0.25 s poll)."""
     pod = f"quorum-{victim}"
-    restarts = standin_pod(cluster, ns, pod)["restarts"]
+    restarts = cluster.restarts(ns, pod, "node")
     t0, wall0 = time.monotonic(), time.time() * 1000
-    cluster.standin("/kill", namespace=ns, pod=pod)
+    assert cluster.kill_container(ns, pod, "node") > 0
     restarted: list[float] = []
 
     def healed() -> Seen | None:
         if not restarted:
-            if standin_pod(cluster, ns, pod)["restarts"] <= restarts:
+            if cluster.restarts(ns, pod, "node") <= restarts:
                 return None
             restarted.append(time.time() * 1000)
         s = whole(watcher, len(before.voters))
