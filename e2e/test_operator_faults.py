@@ -130,11 +130,15 @@ def test_kill_9_pods_repeatedly_leader_included_heals_and_loses_nothing(
 
 
 class PodDeletions:
-    """Records when each pod of the quorum got its deletionTimestamp (a watch on the pods)."""
+    """Records when each pod of the quorum got its deletionTimestamp (a watch on the pods), and
+    keeps each pod incarnation's node log as last read: a real kubelet removes a deleted pod's
+    log directory soon after its containers stopped (the stand-in keeps it)."""
 
     def __init__(self, cluster: Cluster, ns: str) -> None:
         self.cluster, self.ns = cluster, ns
         self.deleted: dict[str, tuple[str, float]] = {}  # uid -> (pod name, monotonic time)
+        self.logs: dict[str, str] = {}  # uid -> the node container's log, as last read
+        self._names: dict[str, str] = {}  # uid -> pod name, of every incarnation seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -142,8 +146,13 @@ class PodDeletions:
     def _run(self) -> None:
         while not self._stop.is_set():
             for p in self.cluster.core.list_namespaced_pod(self.ns).items:
+                self._names[p.metadata.uid] = p.metadata.name
                 if p.metadata.deletion_timestamp and p.metadata.uid not in self.deleted:
                     self.deleted[p.metadata.uid] = (p.metadata.name, time.monotonic())
+            for uid, name in self._names.items():
+                said = self.cluster.pod_log(self.ns, name, uid)
+                if said is not None and len(said) >= len(self.logs.get(uid, "")):
+                    self.logs[uid] = said
             time.sleep(0.05)
 
     def stop(self) -> list[tuple[str, float]]:
@@ -207,8 +216,11 @@ def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its
     # sends). (A watcher polling the quorum cannot show the order: the operator deletes the
     # pod within tens of milliseconds of seeing the new leader.)
     said = cluster.pod_log(ns, leader_pod, uids[start.leader])
-    if said is not None:  # None: a real kubelet already removed the deleted pod's logs
-        assert_resigned_before_sigterm(said, start.leader, start.epoch)
+    if said is None:  # a real kubelet removed the deleted pod's logs: as the watcher read them
+        said = deletions.logs.get(uids[start.leader])
+    assert said is not None, f"no log of {leader_pod} ({uids[start.leader]})"
+    assert_resigned_before_sigterm(said, start.leader, start.epoch)
+    assert "received SIGTERM" in said, f"the log of {leader_pod} ends before its SIGTERM"
     assert any(s.leader not in (-1, start.leader) and s.epoch > start.epoch for s in seen)
     events = cluster.core.list_namespaced_event(
         ns, field_selector="involvedObject.kind=MetadataQuorum,reason=LeaderResigning"
