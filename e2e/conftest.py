@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -63,7 +64,10 @@ class Cluster:
     api: client.ApiClient
     standin_control: str | None = None
     placeholder: list[str] = field(default_factory=list)
-    hosts_file: Path | None = None  # the stand-in's pod/service names (local cluster only)
+    # pods' stable names and Services' names -> pod IPs, for this process and Kafka's Java tool:
+    # written by the stand-in (its pods resolve through it too), or, on the real kubelet, by a
+    # thread of the fixture from the same API objects CoreDNS serves (hostsfile.follow)
+    hosts_file: Path | None = None
     containerd: Any = None  # the real-kubelet target's containerd (containerd.Containerd)
     pod_logs: Path | None = None  # where the node agent writes containers' logs
 
@@ -134,16 +138,39 @@ class Cluster:
         with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=5) as r:
             return json.loads(r.read())
 
-    def kill_container(self, namespace: str, pod: str, container: str) -> None:
-        """SIGKILL a running container's process from outside, as a crash would."""
+    def kill_container(self, namespace: str, pod: str, container: str) -> int:
+        """SIGKILL a running container's process from outside, as a crash would; its pid."""
         if self.containerd is None:
-            self.standin("/kill", namespace=namespace, pod=pod)
-            return
+            return int(self.standin("/kill", namespace=namespace, pod=pod)["killed"])
         status = self.core.read_namespaced_pod(pod, namespace).status.container_statuses
         (cid,) = [c.container_id for c in status if c.name == container]
         rows = self.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
         (pid,) = [int(r.split()[1]) for r in rows if r.split()[0] == cid.split("://", 1)[1]]
         os.kill(pid, signal.SIGKILL)
+        return pid
+
+    def restarts(self, namespace: str, pod: str, container: str) -> int:
+        """A container's restartCount, as the node agent reports it in the pod's status."""
+        status = self.core.read_namespaced_pod(pod, namespace).status.container_statuses or []
+        return sum(c.restart_count for c in status if c.name == container)
+
+    def pv_path(self, namespace: str, pvc: str) -> Path:
+        """The directory on this machine behind a bound PVC (a stand-in hostPath PV or the
+        real-kubelet target's `local` PV; kind's are inside its node container)."""
+        if self.kind == "kind":
+            pytest.skip("kind's volumes are inside its node container")
+        name = self.core.read_namespaced_persistent_volume_claim(pvc, namespace).spec.volume_name
+        spec = self.core.read_persistent_volume(name).spec
+        return Path((spec.local or spec.host_path).path)
+
+    def lose_disk(self, namespace: str, pvc: str) -> None:
+        """The volume's contents lost under the running pod (a disk replaced by an empty one
+        at the same place): the PV's directory emptied from outside, kept (it is mounted)."""
+        for entry in self.pv_path(namespace, pvc).iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
     def standin(self, action: str, **query: str) -> Any:
         if self.standin_control is None:
@@ -229,11 +256,14 @@ def local_cluster() -> Iterator[Cluster]:
 
 @contextlib.contextmanager
 def kubelet_cluster() -> Iterator[Cluster]:
+    import hostsfile
     from kubeletcluster import NODE, KubeletNode
 
     root = Path(tempfile.mkdtemp(prefix="mq-k8s-", dir=os.environ.get("E2E_STATE_ROOT")))
     node = KubeletNode(root)
     t_start = time.monotonic()
+    stop_names = threading.Event()
+    names: threading.Thread | None = None
     try:
         node.start()
         TIMINGS.update(node.timings)
@@ -246,7 +276,12 @@ def kubelet_cluster() -> Iterator[Cluster]:
             placeholder=["python3", "/opt/metaquorum/placeholder_node.py"],
             containerd=node.containerd,
             pod_logs=root / "pod-logs",
+            hosts_file=root / "hosts",
         )
+        names = threading.Thread(
+            target=hostsfile.follow, args=(api, root / "hosts", stop_names), daemon=True
+        )
+        names.start()
 
         def node_ready() -> bool:
             n = c.core.read_node(NODE)
@@ -267,6 +302,9 @@ def kubelet_cluster() -> Iterator[Cluster]:
         TIMINGS["real kubelet cluster usable (s)"] = time.monotonic() - t_start
         yield c
     finally:
+        stop_names.set()
+        if names is not None:
+            names.join(10)
         node.stop()
         if os.environ.get("E2E_KEEP") != "1":
             shutil.rmtree(root, ignore_errors=True)

@@ -8,6 +8,10 @@ ready pods (publishNotReadyAddresses counts not-ready pods too); there is no kub
 ClusterIP Service resolves like a headless one. Processes resolve these names through
 e2e/standin_site/sitecustomize.py (env METAQUORUM_E2E_HOSTS).
 
+On the real-kubelet target the pods resolve through CoreDNS; `follow` keeps the same file from
+the API for the test process and Kafka's Java tool (`-Djdk.net.hosts.file`), which cannot be
+pointed at CoreDNS without changing the machine's /etc/resolv.conf.
+
 Invariants: the file is replaced atomically and only when its content changes; `entries` is
 pure.
 """
@@ -15,6 +19,8 @@ pure.
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -71,3 +77,23 @@ def write(
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def follow(api: Any, path: Path, stop: threading.Event, interval: float = 0.25) -> None:
+    """Rewrite `path` from the API's pods and Services every `interval` s until `stop`
+    (api: a kubernetes.client.ApiClient). API errors are retried on the next round."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    while not stop.is_set():
+        try:
+            pods = core.list_pod_for_all_namespaces().items
+            services = core.list_service_for_all_namespaces().items
+            write(
+                path,
+                api.sanitize_for_serialization(pods),
+                api.sanitize_for_serialization(services),
+            )
+        except Exception as e:  # an API blip (or the apiserver stopping at teardown)
+            print(f"hostsfile.follow: {e}", file=sys.stderr)
+        stop.wait(interval)

@@ -63,10 +63,13 @@ cleanup() {
     [[ "${E2E_KEEP:-0}" == "1" ]] || rm -rf "$E2E_STATE_ROOT"
 }
 trap cleanup EXIT
+# the whole suite, unless test files are named (`e2e/run.sh e2e/test_x.py -q` runs only those)
+TARGETS=(e2e)
+for a in "$@"; do [[ "$a" == e2e/* ]] && TARGETS=(); done
 if [[ -n "$NETNS" ]]; then
-    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest e2e -p no:cacheprovider "$@"
+    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider "$@"
 else
-    .venv/bin/pytest e2e -p no:cacheprovider "$@"
+    .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider "$@"
 fi
 rc=$?
 echo "tier e2e: pytest exit $rc, whole tier $((SECONDS - t0)) s"

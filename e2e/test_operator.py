@@ -82,10 +82,8 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
         s = cluster.pod_http(ns, f"quorum-{i}", 8080, "/status")
         assert s["node_id"] == i  # from the pod-index label, as METAQUORUM_NODE_ID
         assert s["cluster_id"] == mq(cluster, ns)["spec"]["clusterId"]
-        if cluster.kind == "local":  # the data dir is inside this pod's own PV
-            pods = cluster.standin("/pods")
-            vols = {p["name"]: p["volumes"] for p in pods if p["namespace"] == ns}
-            pv = Path(vols[f"quorum-{i}"][f"data-quorum-{i}"])
+        if cluster.kind != "kind":  # the data dir is inside this pod's own PV
+            pv = cluster.pv_path(ns, f"data-quorum-{i}")
             assert (pv / "data" / "meta.properties").exists()
     status = mq(cluster, ns)["status"]
     conds = {c["type"]: c for c in status["conditions"]}

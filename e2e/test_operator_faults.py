@@ -1,7 +1,8 @@
 """Faults under the operator on the real node: kill -9 rounds and a rolling restart, leader last.
 
-- kill -9 (the stand-in's `POST /kill`: SIGKILL to the pod's node process, restarted as a
-  kubelet restarts a crashed container) five times, alternating the leader and a follower,
+- kill -9 (Cluster.kill_container: SIGKILL to the pod's node process from outside, the
+  container's task on a real kubelet, the stand-in's `POST /kill` there; the node agent
+  restarts it, restartCount going up) five times, alternating the leader and a follower,
   while the integration tier's ledger appends: after each kill the quorum heals (a leader, the
   same three voters with their directory ids, every voter caught up again after the kill; a
   new epoch when the leader was killed), the heal time of each round in the timings; no
@@ -47,11 +48,6 @@ def ledger_for(ns: str) -> Any:
     return Ledger(lambda: [Endpoint(h, p) for h, p in hosts(ns, 3)])
 
 
-def standin_pod(cluster: Cluster, ns: str, pod: str) -> dict[str, Any]:
-    found = [p for p in cluster.standin("/pods") if (p["namespace"], p["name"]) == (ns, pod)]
-    return found[0] if found else {}
-
-
 def whole(watcher: Watcher, voters: int) -> Seen | None:
     """The latest answer if it shows a leader and `voters` voters, all caught up."""
     s = watcher.latest()
@@ -77,17 +73,17 @@ def kill_and_heal(
 ) -> tuple[float, Seen]:
     """kill -9 pod `victim`'s node process; returns (kill time, the first answer showing the
     quorum healed): a leader (in a newer epoch if the victim led), the same voters, every one
-    caught up since the kill and the victim since the stand-in was seen to restart it (so the
+    caught up since the kill and the victim since its restartCount was seen to go up (so the
     heal time may be over by the 0.25 s poll)."""
     pod = f"quorum-{victim}"
-    restarts = standin_pod(cluster, ns, pod)["restarts"]
+    restarts = cluster.restarts(ns, pod, "node")
     t0, wall0 = time.monotonic(), time.time() * 1000
-    cluster.standin("/kill", namespace=ns, pod=pod)
+    assert cluster.kill_container(ns, pod, "node") > 0
     restarted: list[float] = []
 
     def healed() -> Seen | None:
         if not restarted:
-            if standin_pod(cluster, ns, pod)["restarts"] <= restarts:
+            if cluster.restarts(ns, pod, "node") <= restarts:
                 return None
             restarted.append(time.time() * 1000)
         s = whole(watcher, len(before.voters))
@@ -134,11 +130,15 @@ def test_kill_9_pods_repeatedly_leader_included_heals_and_loses_nothing(
 
 
 class PodDeletions:
-    """Records when each pod of the quorum got its deletionTimestamp (a watch on the pods)."""
+    """Records when each pod of the quorum got its deletionTimestamp (a watch on the pods), and
+    keeps each pod incarnation's node log as last read: a real kubelet removes a deleted pod's
+    log directory soon after its containers stopped (the stand-in keeps it)."""
 
     def __init__(self, cluster: Cluster, ns: str) -> None:
         self.cluster, self.ns = cluster, ns
         self.deleted: dict[str, tuple[str, float]] = {}  # uid -> (pod name, monotonic time)
+        self.logs: dict[str, str] = {}  # uid -> the node container's log, as last read
+        self._names: dict[str, str] = {}  # uid -> pod name, of every incarnation seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -146,8 +146,13 @@ class PodDeletions:
     def _run(self) -> None:
         while not self._stop.is_set():
             for p in self.cluster.core.list_namespaced_pod(self.ns).items:
+                self._names[p.metadata.uid] = p.metadata.name
                 if p.metadata.deletion_timestamp and p.metadata.uid not in self.deleted:
                     self.deleted[p.metadata.uid] = (p.metadata.name, time.monotonic())
+            for uid, name in self._names.items():
+                said = self.cluster.pod_log(self.ns, name, uid)
+                if said is not None and len(said) >= len(self.logs.get(uid, "")):
+                    self.logs[uid] = said
             time.sleep(0.05)
 
     def stop(self) -> list[tuple[str, float]]:
@@ -211,8 +216,11 @@ def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its
     # sends). (A watcher polling the quorum cannot show the order: the operator deletes the
     # pod within tens of milliseconds of seeing the new leader.)
     said = cluster.pod_log(ns, leader_pod, uids[start.leader])
-    if said is not None:  # None: a real kubelet already removed the deleted pod's logs
-        assert_resigned_before_sigterm(said, start.leader, start.epoch)
+    if said is None:  # a real kubelet removed the deleted pod's logs: as the watcher read them
+        said = deletions.logs.get(uids[start.leader])
+    assert said is not None, f"no log of {leader_pod} ({uids[start.leader]})"
+    assert_resigned_before_sigterm(said, start.leader, start.epoch)
+    assert "received SIGTERM" in said, f"the log of {leader_pod} ends before its SIGTERM"
     assert any(s.leader not in (-1, start.leader) and s.epoch > start.epoch for s in seen)
     events = cluster.core.list_namespaced_event(
         ns, field_selector="involvedObject.kind=MetadataQuorum,reason=LeaderResigning"

@@ -1,6 +1,7 @@
 """The operator runs a KIP-853 dynamic quorum of the real node on the real control plane.
 
-The chart's operator, the sample MetadataQuorum, pods run by the kubelet stand-in: the format
+The chart's operator, the sample MetadataQuorum, pods run by the node agent (the kubelet stand-in
+or a real kubelet running the node image): the format
 init container (pod 0 --standalone, the others --no-initial-controllers), then `metaquorum
 server start`. Shown here, with the live quorum as the oracle (DescribeQuorum through
 metaquorum.admin from the test, and each node's own /status):
@@ -39,9 +40,10 @@ SAMPLE = HERE / "samples" / "metadataquorum.yaml"
 
 
 def use_pod_names(cluster: Cluster) -> None:
-    """Resolve pods' stable names in this process as the pods do (the stand-in's hosts file)."""
+    """Resolve pods' stable names in this process (cluster.hosts_file: the stand-in's, or the
+    real-kubelet target's kept from the API; see conftest.Cluster)."""
     if cluster.hosts_file is None:
-        pytest.skip("needs the kubelet stand-in's names (E2E_CLUSTER=local)")
+        pytest.skip("the pods' names and addresses are not reachable from here (kind)")
     if "standin_names" in sys.modules:
         return
     os.environ["METAQUORUM_E2E_HOSTS"] = str(cluster.hosts_file)
@@ -92,9 +94,9 @@ def describe(ns: str, members: int) -> Any:
 
 def kafka_status(cluster: Cluster, ns: str, members: int) -> dict[str, Any]:
     """Kafka 4.3.1's own `MetadataQuorumCommand describe --status` through the pods' stable
-    names (the JVM reads the stand-in's hosts file: jdk.net.hosts.file)."""
+    names (the JVM reads cluster.hosts_file: jdk.net.hosts.file)."""
     if shutil.which("java") is None or cluster.hosts_file is None:
-        pytest.skip("needs java and the stand-in's hosts file")
+        pytest.skip("needs java and the pods' names (cluster.hosts_file; not on kind)")
     root = HERE.parent
     version = (root / "KAFKA_VERSION").read_text().strip()
     jars = (

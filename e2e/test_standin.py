@@ -8,6 +8,7 @@ comes back empty; a killed process is restarted; a lost disk is empty on the nex
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conftest import Cluster, wait_for
@@ -142,14 +143,14 @@ def test_pvc_deleted_with_its_pod_comes_back_empty(cluster: Cluster, web: str) -
 
 def test_killed_process_restarts_and_lost_disk_is_empty(cluster: Cluster, web: str) -> None:
     before = status(cluster, web, "web-0")
-    cluster.standin("/lose-disk", namespace=web, pvc="data-web-0")
-    killed = cluster.standin("/kill", namespace=web, pod="web-0")
-    assert killed["killed"] > 0
+    restarts = cluster.restarts(web, "web-0", "web")
+    cluster.lose_disk(web, "data-web-0")
+    assert cluster.kill_container(web, "web-0", "web") > 0
 
     def restarted() -> bool:
         p = cluster.core.read_namespaced_pod("web-0", web)
         cs = p.status.container_statuses or []
-        return bool(cs and cs[0].restart_count >= 1 and cs[0].ready)
+        return bool(cs and cs[0].restart_count > restarts and cs[0].ready)
 
     wait_for(restarted, 60, "web-0 restarted and ready")
     after = status(cluster, web, "web-0")
@@ -159,28 +160,41 @@ def test_killed_process_restarts_and_lost_disk_is_empty(cluster: Cluster, web: s
 def test_a_command_that_cannot_start_is_retried_and_never_ready(
     cluster: Cluster, namespace: str
 ) -> None:
-    if cluster.kind != "local":
-        pytest.skip("stand-in behaviour (a kubelet reports a container runtime error instead)")
+    """A container whose command does not exist in its image: the node agent reports the
+    failed start (never started, a non-zero exit naming the missing file: the stand-in in the
+    container's log, a real kubelet as runc's StartError message), retries with back-off, and
+    the pod is never ready."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "broken", "namespace": namespace},
         "spec": {
             "containers": [
-                {"name": "c", "image": "none", "command": ["/nonexistent/metaquorum-binary"]}
+                {
+                    "name": "c",
+                    "image": "metaquorum/node:e2e",
+                    "imagePullPolicy": "Never",
+                    "command": ["/nonexistent/metaquorum-binary"],
+                }
             ]
         },
     }
     cluster.core.create_namespaced_pod(namespace, pod)
 
-    def retried() -> bool:
+    def retried() -> Any:
         p = cluster.core.read_namespaced_pod("broken", namespace)
         cs = p.status.container_statuses or []
-        return bool(cs and cs[0].restart_count >= 2 and not cs[0].ready)
+        return cs[0] if cs and cs[0].restart_count >= 2 and not cs[0].ready else None
 
-    wait_for(retried, 30, "two restarts of a command that cannot start")
-    log = cluster.standin("/pods")
-    assert any(p["name"] == "broken" and p["pid"] is None for p in log)
+    cs = wait_for(retried, 60, "two restarts of a command that cannot start")
+    assert not cs.started and cs.state.running is None
+    ended = cs.state.terminated or cs.last_state.terminated
+    assert ended is not None and ended.exit_code != 0
+    uid = cluster.core.read_namespaced_pod("broken", namespace).metadata.uid
+    said = (ended.message or "") + (cluster.pod_log(namespace, "broken", uid, "c") or "")
+    assert "/nonexistent/metaquorum-binary" in said and "no such file" in said.lower(), said
+    ready = cluster.core.read_namespaced_pod("broken", namespace).status.conditions or []
+    assert not any(c.type == "Ready" and c.status == "True" for c in ready)
 
 
 def test_failed_liveness_probe_restarts_the_process(cluster: Cluster, web: str) -> None:

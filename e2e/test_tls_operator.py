@@ -94,9 +94,11 @@ def describe_tls(ns: str, tls: Any) -> Any:
 
 
 def node_log(cluster: Cluster, ns: str, pod: str) -> str:
-    assert cluster.hosts_file is not None
-    logs = sorted((cluster.hosts_file.parent / "pods").glob(f"{ns}_{pod}_*/node.log"))
-    return "".join(p.read_text(errors="replace") for p in logs)
+    """The node container's log of the pod's current incarnation (the node agent's files)."""
+    uid = cluster.core.read_namespaced_pod(pod, ns).metadata.uid
+    said = cluster.pod_log(ns, pod, uid)
+    assert said is not None, f"no log of {ns}/{pod} ({uid}) on this target"
+    return said
 
 
 def plaintext_probe(ip: str) -> bytes:
@@ -115,9 +117,9 @@ def plaintext_probe(ip: str) -> bytes:
 
 def kafka_describe(cluster: Cluster, ns: str, command_config: Path) -> dict[str, Any]:
     """Kafka's `MetadataQuorumCommand --command-config F describe --status` through the pods'
-    stable names (the JVM reads the stand-in's hosts file: jdk.net.hosts.file)."""
+    stable names (the JVM reads cluster.hosts_file: jdk.net.hosts.file)."""
     if shutil.which("java") is None or cluster.hosts_file is None:
-        pytest.skip("Kafka's tool needs java and the stand-in's hosts file")
+        pytest.skip("Kafka's tool needs java and the pods' names (cluster.hosts_file)")
     root = HERE.parent
     env = {**os.environ, "KAFKA_VERSION": (root / "KAFKA_VERSION").read_text().strip()}
     jars = subprocess.run(
@@ -159,8 +161,6 @@ def tls_sample(ns: str) -> str:
 def test_a_tls_quorum_forms_and_refuses_plaintext(
     cluster: Cluster, operator: str, namespace: str, tmp_path: Path
 ) -> None:
-    if cluster.hosts_file is None:
-        pytest.skip("needs the kubelet stand-in (E2E_CLUSTER=local)")
     use_pod_names(cluster)
     ns = namespace
     pki = Pki.create(tmp_path / "pki")
