@@ -254,13 +254,19 @@ def test_remove_the_leader_then_kill_the_leader_during_an_add(tmp_path: Path) ->
 
 def test_make_run_forms_a_dynamic_quorum_by_auto_join(tmp_path: Path) -> None:
     """`make run`'s launcher: node 1 --standalone, nodes 2 and 3 join by themselves; the
-    status line lists voters and observers; Ctrl-C stops every node."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metaquorum.runtime.local_quorum", "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    status line lists voters and observers; Ctrl-C stops every node, also when the launcher
+    was started with SIGINT ignored, as a background job of a non-interactive shell (a CI
+    script) starts it: Python installs no Ctrl-C handler then (it hung CI twice)."""
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child inherits SIG_IGN
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "metaquorum.runtime.local_quorum", "--dir", str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     out = b""
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
@@ -286,6 +292,8 @@ def test_make_run_forms_a_dynamic_quorum_by_auto_join(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+            # the nodes run in sessions of their own: stop them too
+            subprocess.run(["pkill", "-9", "-f", f"config {tmp_path}/node-"], check=False)
             raise AssertionError(
                 "the launcher did not stop within 60 s of Ctrl-C:\n" + logs()
             ) from None

@@ -291,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     import shutil
 
     # SIGTERM and SIGHUP stop the quorum the way Ctrl-C does, so no node outlives its launcher.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    # SIGINT too, explicitly: started from a background job of a non-interactive shell (a CI
+    # script, `make run &`), SIGINT arrives ignored, and Python then installs no Ctrl-C handler.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
 
     shutil.rmtree(args.dir, ignore_errors=True)
