@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +64,13 @@ def _why(s: dict[str, object]) -> str:
     return "; ".join(f"{k}: {s.get(k)}" for k in keys)
 
 
+def _scenario(
+    name: str, duration_s: float, base: str, converge_s: float, **kw: Any
+) -> dict[str, Any]:
+    """One run of a fixed scenario (nemesis.SCENARIOS), seed 1, in its own base dir."""
+    return run(1, duration_s, KINDS, scenario=name, base=BASE / base, converge_s=converge_s, **kw)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_violation_under_faults(seed: str) -> None:
     n, flags = int(seed.rstrip("cd")), seed.lstrip("0123456789")
@@ -95,15 +103,7 @@ def test_every_fault_kind_is_injected_across_the_seeds() -> None:
     [("ack-before-majority", "isolate-leader"), ("stale-read", "isolate-leader")],
 )
 def test_the_checker_catches_a_broken_node(broken: str, scenario: str) -> None:
-    s = run(
-        1,
-        14,
-        KINDS,
-        broken=broken,
-        scenario=scenario,
-        base=BASE / "metaquorum-nemesis-broken",
-        converge_s=20,
-    )
+    s = _scenario(scenario, 14, "metaquorum-nemesis-broken", 20, broken=broken)
     assert not s["ok"], f"the broken node ({broken}) was not caught: {_why(s)}"
     assert s["porcupine"]["result"] == "Illegal", _why(s)
     html = Path(str(s["porcupine"].get("visualization", "")))
@@ -114,28 +114,13 @@ def test_the_checker_catches_a_broken_node(broken: str, scenario: str) -> None:
 
 def test_a_leader_whose_clock_steps_back_serves_no_stale_read() -> None:
     """Found by this tier (docs/nemesis.md, Findings), fixed in main eba7d1c."""
-    s = run(
-        1,
-        16,
-        KINDS,
-        scenario="clock-back-isolate-leader",
-        base=BASE / "metaquorum-nemesis-clock",
-        converge_s=30,
-    )
+    s = _scenario("clock-back-isolate-leader", 16, "metaquorum-nemesis-clock", 30)
     assert s["ok"], _why(s)
 
 
 def test_a_wiped_voter_that_rejoined_survives_a_restart() -> None:
     """Found by this tier (docs/nemesis.md, Findings), fixed in main 1ddc54f."""
-    s = run(
-        1,
-        20,
-        KINDS,
-        scenario="wipe-then-restart",
-        dynamic=True,
-        converge_s=20,
-        base=BASE / "metaquorum-nemesis-wipe",
-    )
+    s = _scenario("wipe-then-restart", 20, "metaquorum-nemesis-wipe", 20, dynamic=True)
     assert s["ok"], _why(s)
 
 
@@ -143,14 +128,7 @@ def test_a_leader_whose_disk_fills_up_fail_stops_and_nothing_is_lost() -> None:
     """A real ENOSPC (the leader's own ext4 loop disk filled up, tests/nemesis/disks.py): the
     leader stops with one line naming the error, a new leader takes over, the old one restarts
     on its data once the space is back; porcupine and the ledger pass."""
-    s = run(
-        1,
-        16,
-        KINDS,
-        scenario="full-leader",
-        base=BASE / "metaquorum-nemesis-full",
-        converge_s=30,
-    )
+    s = _scenario("full-leader", 16, "metaquorum-nemesis-full", 30)
     assert s["ok"], _why(s)
     assert s["faults_injected"] == {"full": 1}, _why(s)
     (fault,) = [json.loads(x) for x in Path(s["dir"], "nemesis.jsonl").read_text().splitlines()]
@@ -166,14 +144,7 @@ def test_late_and_reordered_packets_between_the_nodes_lose_nothing() -> None:
     and each fault's log line carries its program's count of held packets and longest hold."""
     from tests.nemesis.nemesis import HOLDS
 
-    s = run(
-        1,
-        16,
-        KINDS,
-        scenario="delay-reorder-leader",
-        base=BASE / "metaquorum-nemesis-delay",
-        converge_s=20,
-    )
+    s = _scenario("delay-reorder-leader", 16, "metaquorum-nemesis-delay", 20)
     assert s["ok"], _why(s)
     assert s["faults_injected"] == {"delay": 1, "reorder": 1}, _why(s)
     for line in Path(s["dir"], "nemesis.jsonl").read_text().splitlines():
