@@ -68,8 +68,10 @@ unit: setup
 scenarios: setup
 	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,tests/scenarios)
 
+# The seeded simulations are CPU-bound and independent: one pytest-xdist worker per core.
+SIM_WORKERS ?= auto
 sim: setup
-	$(call run_tier,simulation,simulation,)
+	$(call run_tier,simulation,simulation,-n $(SIM_WORKERS))
 
 conformance: kafka-jars
 	$(call run_tier,conformance,conformance,)
