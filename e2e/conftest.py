@@ -1,11 +1,12 @@
 """Fixtures of the e2e tier: one suite, three clusters.
 
-- `E2E_CLUSTER=stand-in` (default; `local` is its old name): the real control plane on loopback
-  (controlplane.py) with the kubelet stand-in (kubelet.py) as a child process; binaries from
-  e2e/tools/ (cached).
-- `E2E_CLUSTER=local-kubelet` (opt-in): a real single-node Kubernetes in a network namespace of
-  its own (kubeletcluster.py: kubelet, containerd + runc, CNI bridge, kube-proxy, CoreDNS), pods
-  running the images built from the Dockerfiles; e2e/run.sh makes the namespace.
+- `E2E_CLUSTER=local` (`make e2e`'s default wherever containers can run; `local-kubelet` is
+  its old name): a real single-node Kubernetes in a network namespace of its own
+  (kubeletcluster.py: kubelet, containerd + runc, CNI bridge, kube-proxy, CoreDNS), pods running
+  the images built from the Dockerfiles; e2e/run.sh makes the namespace and picks the target.
+- `E2E_CLUSTER=stand-in` (the fallback where containers cannot run, and pytest's default when
+  started without e2e/run.sh): the real control plane on loopback (controlplane.py) with the
+  kubelet stand-in (kubelet.py) as a child process; binaries from e2e/tools/ (cached).
 - `E2E_CLUSTER=kind`: a kind cluster where a container runtime exists (kindcluster.py): images
   built from node/Dockerfile and operator/Dockerfile, loaded, the chart installed.
 
@@ -222,7 +223,7 @@ def local_cluster() -> Iterator[Cluster]:
         wait_for(port_file.exists, 30, "the kubelet stand-in's control port")
         api = config.new_client_from_config(str(cp.kubeconfig))
         c = Cluster(
-            "local",
+            "stand-in",
             cp.kubeconfig,
             _clients_bin(),
             api,
@@ -269,7 +270,7 @@ def kubelet_cluster() -> Iterator[Cluster]:
         TIMINGS.update(node.timings)
         api = config.new_client_from_config(str(node.cp.kubeconfig))
         c = Cluster(
-            "local-kubelet",
+            "local",
             node.cp.kubeconfig,
             _clients_bin(),
             api,
@@ -320,16 +321,14 @@ def cluster() -> Iterator[Cluster]:
 
         with kind_cluster(_clients_bin()) as c:
             yield c
-    elif kind in ("stand-in", "local"):
+    elif kind == "stand-in":
         with local_cluster() as c:
             yield c
-    elif kind == "local-kubelet":
+    elif kind in ("local", "local-kubelet"):
         with kubelet_cluster() as c:
             yield c
     else:
-        raise pytest.UsageError(
-            f"E2E_CLUSTER must be stand-in, local-kubelet or kind, not {kind!r}"
-        )
+        raise pytest.UsageError(f"E2E_CLUSTER must be local, stand-in or kind, not {kind!r}")
 
 
 OPERATOR_NS = "metaquorum-system"
@@ -340,13 +339,13 @@ def operator(cluster: Cluster) -> str:
     """helm install the chart; returns the operator's namespace once its Deployment is ready."""
     t0 = time.monotonic()
     values = ["--set", "operator.reconcileInterval=1"]
-    if cluster.kind != "local":  # real containers: the image built from operator/Dockerfile
+    if cluster.kind != "stand-in":  # real containers: the image built from operator/Dockerfile
         values = [
             "--set",
             "image.repository=metaquorum/operator",
             "--set",
             "image.tag=e2e",
-            *(values if cluster.kind == "local-kubelet" else []),
+            *(values if cluster.kind == "local" else []),
         ]
     cluster.helm(
         "install",

@@ -1,4 +1,4 @@
-"""A real single-node Kubernetes (E2E_CLUSTER=local-kubelet): the control plane, kube-scheduler,
+"""A real single-node Kubernetes (E2E_CLUSTER=local): the control plane, kube-scheduler,
 a real kubelet with containerd + runc, CNI bridge networking, kube-proxy and CoreDNS.
 
 Role: the e2e target where pods are real containers running the images built from the
@@ -62,7 +62,7 @@ def check_own_netns() -> None:
     ours = Path("/run/netns") / name
     if not name or not ours.exists() or os.stat("/proc/self/ns/net").st_ino != ours.stat().st_ino:
         raise RuntimeError(
-            "E2E_CLUSTER=local-kubelet runs in a network namespace of its own "
+            "E2E_CLUSTER=local runs in a network namespace of its own "
             "(its bridge, addresses and iptables rules): start it through e2e/run.sh"
         )
 

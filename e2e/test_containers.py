@@ -1,4 +1,4 @@
-"""Real containers (E2E_CLUSTER=local-kubelet, or kind): the node image in pods on a real kubelet.
+"""Real containers (E2E_CLUSTER=local, or kind): the node image in pods on a real kubelet.
 
 What the stand-in cannot show, so these skip there (it runs host processes): the pod runs the
 image's non-root user (uid 1000 from node/Dockerfile's USER, the pod says nothing about it); its
@@ -6,18 +6,21 @@ init container formats the PVC the provisioner made and the kubelet chowned to t
 image's entrypoint/PATH find `metaquorum`; a second pod reaches the node through its Service's
 cluster DNS name (CoreDNS) and ClusterIP (kube-proxy), answering DescribeQuorum; a container
 killed by a signal to its process is restarted by the kubelet (restartCount goes up) and the
-node comes back on the same data (same directory id).
+node comes back on the same data (same directory id). And `helm install` runs the operator in
+a container of its own image, non-root, whose mounted token is its ServiceAccount's: the API
+server names that account as the token's user.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
 from typing import Any
 
 import pytest
-from conftest import Cluster, wait_for
+from conftest import OPERATOR_NS, Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -89,7 +92,7 @@ def describe_from_pod(cluster: Cluster, ns: str, pod: str) -> str:
 
 
 def test_node_image_in_a_real_pod(cluster: Cluster, namespace: str) -> None:
-    if cluster.kind == "local":
+    if cluster.kind == "stand-in":
         pytest.skip("the kubelet stand-in runs host processes, not images")
     ns = namespace
     t0 = time.monotonic()
@@ -128,3 +131,37 @@ def test_node_image_in_a_real_pod(cluster: Cluster, namespace: str) -> None:
     wait_for(lambda: pod_ready(cluster, ns, "solo-0"), 60, "solo-0 ready again")
     out = describe_from_pod(cluster, ns, "solo-0")
     assert f'"directoryId": "{dir_id.group(1)}"' in out, "same data after the restart"
+
+
+def test_the_operator_runs_in_its_own_container_under_its_service_account(
+    cluster: Cluster, operator: str
+) -> None:
+    if cluster.kind == "stand-in":
+        pytest.skip("the kubelet stand-in runs host processes, not images")
+    dep = cluster.apps.read_namespaced_deployment("metaquorum", operator)
+    selector = ",".join(f"{k}={v}" for k, v in dep.spec.selector.match_labels.items())
+    pods = cluster.core.list_namespaced_pod(operator, label_selector=selector).items
+    running = [p for p in pods if p.status.phase == "Running"]
+    assert running, [p.status.phase for p in pods]
+    for pod in running:
+        name = pod.metadata.name
+        assert pod.spec.service_account_name == "metaquorum"
+        (status,) = pod.status.container_statuses
+        assert status.name == "operator" and status.ready
+        assert pod.spec.containers[0].image == "metaquorum/operator:e2e"
+        assert "metaquorum/operator:" in status.image, status.image  # the image containerd ran
+        assert status.container_id.startswith("containerd://"), status.container_id
+
+        def in_container(*cmd: str, pod: str = name) -> str:
+            return cluster.kubectl("exec", "-n", operator, pod, "-c", "operator", "--", *cmd).stdout
+
+        assert in_container("id", "-u").strip() == "1000", "operator/Dockerfile's USER"
+        assert "kopf" in in_container("cat", "/proc/1/cmdline"), "kopf is the container's process"
+        token = in_container("cat", "/var/run/secrets/kubernetes.io/serviceaccount/token").strip()
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        assert claims["kubernetes.io"]["pod"]["name"] == name, claims
+        # the API server's own word on who that token is
+        who = json.loads(cluster.kubectl("auth", "whoami", "--token", token, "-o", "json").stdout)
+        user = who["status"]["userInfo"]["username"]
+        assert user == f"system:serviceaccount:{OPERATOR_NS}:metaquorum", who

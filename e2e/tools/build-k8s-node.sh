@@ -3,7 +3,7 @@
 # kube-proxy and kube-scheduler (the control plane of build-k8s.sh has no scheduler: the kubelet
 # stand-in binds pods itself), plus a tiny static `pause` program for the sandbox image.
 #
-# Role: the real-kubelet e2e target (E2E_CLUSTER=local-kubelet, docs/e2e.md). Same module set
+# Role: the real-kubelet e2e target (E2E_CLUSTER=local, docs/e2e.md). Same module set
 # as build-k8s.sh (its go.mod pins every k8s.io staging module to the published v0.N.P), built in
 # its own directory so the control plane's build and cache stay as they are. Idempotent; callers
 # serialise on the same lock file as build-k8s.sh (one heavy Go build at a time).
