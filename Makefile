@@ -121,9 +121,10 @@ nemesis: setup
 	$(BIN)/python -m tests.nemesis.run --runs $(NEMESIS_RUNS) --duration $(NEMESIS_SECONDS) \
 		--seed $(NEMESIS_SEED) --kinds $(NEMESIS_KINDS) --compose --mix --out $(NEMESIS_OUT)
 
-# The containers tier (issue 19, docs/e2e.md; not in make test yet): the node and operator images
-# built without Docker from Debian's packages + the Dockerfiles (e2e/tools/build-images.sh, cached
-# by content), compared with the Dockerfiles and run with runc/containerd. Needs root.
+# The containers tier (issue 19, docs/e2e.md; not in make test, whose e2e tier runs the same
+# images on a real kubelet): the node and operator images built without Docker from Debian's
+# packages + the Dockerfiles (e2e/tools/build-images.sh, cached by content), compared with the
+# Dockerfiles and run with runc/containerd. Needs root.
 containers: setup
 	$(call run_tier,containers,containers,tests/containers)
 
