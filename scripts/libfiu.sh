@@ -9,8 +9,8 @@ if ! command -v fiu-run >/dev/null || ! command -v fiu-ctrl >/dev/null \
     echo "libfiu: installing fiu-utils libfiu0 (apt-get)" >&2
     SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get install -y -q fiu-utils libfiu0 >&2 \
-        || { $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q fiu-utils libfiu0 >&2; } \
+    $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q fiu-utils libfiu0 >&2 \
+        || { $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q >&2 && $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q fiu-utils libfiu0 >&2; } \
         || { echo "libfiu: could not install fiu-utils/libfiu0 with apt-get" >&2; exit 1; }
 fi
 dirname "$(command -v fiu-ctrl)"

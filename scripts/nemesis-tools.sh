@@ -14,8 +14,8 @@ command -v iptables >/dev/null || need+=(iptables)  # NFQUEUE (delay, reorder): 
 { command -v ip >/dev/null && command -v tc >/dev/null; } || need+=(iproute2)
 if ((${#need[@]})); then
     echo "nemesis: installing ${need[*]} (apt-get)" >&2
-    $SUDO apt-get install -y -q "${need[@]}" >&2 \
-        || { $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q "${need[@]}" >&2; } \
+    $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q "${need[@]}" >&2 \
+        || { $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q >&2 && $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q "${need[@]}" >&2; } \
         || { echo "nemesis: could not install ${need[*]} with apt-get" >&2; exit 1; }
 fi
 command -v go >/dev/null || { echo "nemesis: go not found (the machine's Go builds the client)" >&2; exit 1; }
