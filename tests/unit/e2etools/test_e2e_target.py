@@ -36,8 +36,7 @@ def tree() -> Iterator[Path]:
         (d / "e2e" / "tools").mkdir(parents=True)
         (d / ".venv" / "bin").mkdir(parents=True)
         shutil.copy(ROOT / "e2e" / "run.sh", d / "e2e" / "run.sh")
-        for tool in ("container-host.sh",):
-            shutil.copy(ROOT / "e2e" / "tools" / tool, d / "e2e" / "tools" / tool)
+        shutil.copy(ROOT / "e2e" / "tools" / "container-host.sh", d / "e2e" / "tools")
         stub = d / ".venv" / "bin" / "pytest"
         stub.write_text("#!/bin/sh\nexit 99\n")
         for p in [d, *d.rglob("*")]:
