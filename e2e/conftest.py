@@ -391,3 +391,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("e2e timings")
         for k, v in TIMINGS.items():
             terminalreporter.write_line(f"{k}: {v:.1f}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that had a cluster and a namespace: the cluster's side goes into its report
+    (diagnostics.collect), gathered before the namespace's teardown deletes it."""
+    outcome = yield
+    rep = outcome.get_result()
+    funcargs = getattr(item, "funcargs", {})
+    cluster, ns = funcargs.get("cluster"), funcargs.get("namespace")
+    if rep.failed and rep.when == "call" and isinstance(cluster, Cluster) and ns:
+        import diagnostics
+
+        rep.sections.append(("e2e diagnostics", diagnostics.collect(cluster, ns)))

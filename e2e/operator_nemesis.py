@@ -11,12 +11,16 @@ quorum when the step runs, so a seed means the same schedule on every run.
 
 Invariants: pure and deterministic (the same seed gives the same sequences); the replica count
 a schedule asks for stays within 3..5, so one fault at a time never costs the majority.
-`E2E_NEMESIS_SEED=S` re-runs a seed's schedule (test_operator_nemesis.py prints it).
+`E2E_NEMESIS_SEED=S` re-runs a seed's schedule (test_operator_nemesis.py prints it);
+`E2E_NEMESIS_PLAN` runs a schedule written out the way a failure prints it (`parse_plan`:
+sequences separated by `;`, steps by spaces, e.g. `scale->4 kill(leader); lose(follower#1)`), so
+a failing sequence and the ones before it can be repeated on their own.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 KINDS = ("scale", "kill", "lose", "operator")
@@ -57,8 +61,43 @@ def sequences(seed: int, n: int, replicas: int = MIN_REPLICAS) -> list[list[Step
                 seq.append(Step("scale", replicas=replicas))
             elif kind in ("kill", "lose"):
                 role = "leader" if rng.random() < 0.4 else "follower"
-                seq.append(Step(kind, role=role, pick=rng.randrange(4)))
+                pick = rng.randrange(4)  # drawn for a leader too: seeds keep their schedules
+                seq.append(Step(kind, role=role, pick=pick if role == "follower" else 0))
             else:
                 seq.append(Step("operator", delay=round(rng.uniform(0.0, 4.0), 1)))
         out.append(seq)
     return out
+
+
+_STEP = re.compile(
+    r"scale->(?P<replicas>\d+)|(?P<kind>kill|lose)\((?:(?P<leader>leader)|follower#(?P<pick>\d+))\)"
+    r"|operator-restart@(?P<delay>\d+(?:\.\d+)?)s"
+)
+
+
+def parse_step(text: str) -> Step:
+    """The inverse of str(Step); ValueError naming the accepted forms otherwise."""
+    m = _STEP.fullmatch(text)
+    if m is None:
+        raise ValueError(
+            f"not a nemesis step: {text!r} (scale->N, kill(leader), kill(follower#K), "
+            "lose(leader), lose(follower#K), operator-restart@Ss)"
+        )
+    if m["replicas"] is not None:
+        replicas = int(m["replicas"])
+        if not MIN_REPLICAS <= replicas <= MAX_REPLICAS:
+            raise ValueError(f"{text}: replicas must be within {MIN_REPLICAS}..{MAX_REPLICAS}")
+        return Step("scale", replicas=replicas)
+    if m["kind"] is not None:
+        if m["leader"]:
+            return Step(m["kind"], role="leader")
+        return Step(m["kind"], role="follower", pick=int(m["pick"]))
+    return Step("operator", delay=float(m["delay"]))
+
+
+def parse_plan(text: str) -> list[list[Step]]:
+    """Sequences separated by `;`, steps by whitespace (as the test prints them)."""
+    plan = [[parse_step(t) for t in seq.split()] for seq in text.split(";")]
+    if not all(plan):
+        raise ValueError(f"an empty sequence in the plan {text!r}")
+    return plan

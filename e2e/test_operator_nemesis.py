@@ -11,7 +11,9 @@ After every sequence the recorded history is checked (quorum_watch.check): never
 majority of voters caught up unless the nemesis itself took the others down, no leaderless
 stretch over 20 s, voter sets changing one member at a time, each seen committed before the
 next; at the end the ledger: no acknowledged record lost. The seed is printed first;
-`E2E_NEMESIS_SEED=S` re-runs it. Times per kind of step go to the e2e timings summary.
+`E2E_NEMESIS_SEED=S` re-runs it; a failure also prints its sequence and the two before it as
+`E2E_NEMESIS_PLAN='...'`, which runs just those. Times per kind of step go to the e2e timings
+summary.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 import pytest
 from conftest import OPERATOR_NS, TIMINGS, Cluster, wait_for
-from operator_nemesis import Step, sequences
+from operator_nemesis import Step, parse_plan, sequences
 from quorum_watch import Fault, Seen, Watcher, check
 from test_operator_faults import hosts, kill_and_heal, ledger_for, whole
 from test_operator_ha import operator_pods
@@ -33,8 +35,10 @@ from test_operator_real_node import quorum, settled  # noqa: F401 - the quorum f
 
 pytestmark = pytest.mark.e2e
 
-SEQUENCES = int(os.environ.get("E2E_NEMESIS_SEQUENCES", "20"))
 SEED = int(os.environ.get("E2E_NEMESIS_SEED") or random.SystemRandom().randrange(1, 10**6))
+# a schedule as a failure prints it (operator_nemesis.parse_plan) instead of a seed's
+PLAN = parse_plan(os.environ["E2E_NEMESIS_PLAN"]) if os.environ.get("E2E_NEMESIS_PLAN") else None
+SEQUENCES = len(PLAN) if PLAN else int(os.environ.get("E2E_NEMESIS_SEQUENCES", "20"))
 STEP_TIMEOUT_S = 240
 # pytest-timeout's 600 s (pyproject) is for one ordinary test; this one grows with its sequences
 # (20 took 440-490 s at load 9-10)
@@ -152,10 +156,13 @@ class Nemesis:
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) -> None:  # noqa: F811
     ns = quorum
-    plan = sequences(SEED, SEQUENCES)
+    plan = PLAN or sequences(SEED, SEQUENCES)
+    texts = [" ".join(map(str, seq)) for seq in plan]
     print(
-        f"\noperator nemesis: seed {SEED}, {SEQUENCES} sequences; re-run with "
-        f"E2E_NEMESIS_SEED={SEED} E2E_NEMESIS_SEQUENCES={SEQUENCES} make e2e-nemesis"
+        f"\noperator nemesis: {'a given plan' if PLAN else f'seed {SEED}'}, {SEQUENCES} "
+        "sequences; re-run with "
+        + (f"E2E_NEMESIS_PLAN='{'; '.join(texts)}'" if PLAN else f"E2E_NEMESIS_SEED={SEED}")
+        + f" E2E_NEMESIS_SEQUENCES={SEQUENCES} make e2e-nemesis"
     )
     ledger = ledger_for(ns)
     ledger.writers = 1
@@ -166,7 +173,7 @@ def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) ->
     try:
         ledger.wait_acked(20, timeout_s=60)
         for i, seq in enumerate(plan):
-            label = f"seed {SEED} sequence {i}: {' '.join(map(str, seq))}"
+            label = f"{'plan' if PLAN else f'seed {SEED}'} sequence {i}: {texts[i]}"
             print(label, flush=True)
             during: float | None = None  # an operator restart due in the middle of the next step
             for j, step in enumerate(seq):
@@ -176,7 +183,11 @@ def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) ->
                 try:
                     nemesis.do(step, restart_after=during)
                 except AssertionError as e:
-                    raise AssertionError(f"{label}: {step}: {e}") from None
+                    again = "; ".join(texts[max(0, i - 2) : i + 1])
+                    raise AssertionError(
+                        f"{label}: {step}: {e}\n(this sequence and the two before it: "
+                        f"E2E_NEMESIS_PLAN='{again}' make e2e-nemesis)"
+                    ) from None
                 during = None
             violations = check(watcher.seen, nemesis.faults)
             assert not violations, f"{label}: {violations[:5]}"
@@ -192,5 +203,5 @@ def test_operator_nemesis_keeps_the_invariants(cluster: Cluster, quorum: str) ->
         TIMINGS[f"nemesis {kind}: n={len(ts)} mean (s)"] = sum(ts) / len(ts)
         TIMINGS[f"nemesis {kind}: n={len(ts)} max (s)"] = max(ts)
     assert check(seen, nemesis.faults) == []
-    assert sum(len(s) for s in plan) >= 2 * SEQUENCES
+    assert PLAN or sum(len(s) for s in plan) >= 2 * SEQUENCES
     assert result.acked >= 20 * SEQUENCES

@@ -123,3 +123,21 @@ def test_a_seed_gives_the_same_schedule_within_bounds() -> None:
             assert abs(s.replicas - replicas) == 1 and MIN_REPLICAS <= s.replicas <= MAX_REPLICAS
             replicas = s.replicas
     assert sequences(1, 20) != sequences(2, 20)
+
+
+def test_a_printed_plan_parses_back_to_the_same_schedule() -> None:
+    from operator_nemesis import parse_plan, sequences
+
+    for seed in (1, 138901, 577863):
+        plan = sequences(seed, 30)
+        text = "; ".join(" ".join(map(str, seq)) for seq in plan)
+        assert parse_plan(text) == plan
+    one = parse_plan("kill(follower#3) scale->5 scale->4")
+    assert [str(s) for s in one[0]] == ["kill(follower#3)", "scale->5", "scale->4"]
+    for bad, why in (
+        ("scale->6", "within 3..5"),
+        ("kill(someone)", "not a nemesis step"),
+        ("scale->4;;kill(leader)", "an empty sequence"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            parse_plan(bad)

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import diagnostics
 import pytest
 import yaml
 from conftest import TIMINGS, Cluster, wait_for
@@ -202,6 +203,13 @@ def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
     # pod 0 bootstrapped alone; from then on the ConfigMap says join
     cm = cluster.core.read_namespaced_config_map("quorum-config", ns)
     assert cm.data["bootstrap"] == "join"
+    # what a failed test's report would carry about this quorum (conftest's makereport hook)
+    text = diagnostics.collect(cluster, ns)
+    assert "(unavailable:" not in text, text
+    assert "status {" in text and '"voterIds": "0,1,2"' in text, text
+    assert "Available=True QuorumAvailable" in text and "Progressing=False" in text, text
+    assert all(f"quorum-{i}" in text and f"[quorum-{i}/node]" in text for i in range(3)), text
+    assert "VoterAdded" in text, text
 
 
 def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str) -> None:
