@@ -238,6 +238,12 @@ class KubeletNode:
                 f"--kubeconfig={self.cp.user_kubeconfig('system:kube-scheduler')}",
                 "--leader-elect=false",
                 "--secure-port=0",
+                # A pod the scheduler parked as unschedulable waits for an event it thinks may
+                # help, or this long (default 5 min). A StatefulSet pod created as its
+                # deleted-on-scale-down PVC is replaced can miss the new PVC's binding (the
+                # nemesis saw quorum-4 Pending, its PVC Bound, no retry for 4 min: the step's
+                # 240 s ran out). Deprecated in 1.34 but still read; check on a K8S_VERSION move.
+                "--pod-max-in-unschedulable-pods-duration=10s",
                 "-v=1",
             ],
         )

@@ -209,7 +209,7 @@ def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
     assert "status {" in text and '"voterIds": "0,1,2"' in text, text
     assert "Available=True QuorumAvailable" in text and "Progressing=False" in text, text
     assert all(f"quorum-{i}" in text and f"[quorum-{i}/node]" in text for i in range(3)), text
-    assert "VoterAdded" in text, text
+    assert "VoterAdded" in text and "(every pod ready)" in text, text
 
 
 def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str) -> None:
