@@ -9,8 +9,12 @@ on an `asyncio.Protocol`: responses are cut from the bytes as they arrive, no re
 Invariants:
 - correlation ids are unique per connection (int32, wrapping) and a response is matched only to
   the request that carried its id; a response to a forgotten id is dropped;
-- a request that gets no response within its timeout fails with `TimeoutError` and its id is
-  forgotten (a late response is dropped);
+- a request that gets no response within its timeout fails with `TimeoutError`, and the
+  connection is dropped (the other requests on it fail with `ConnectionError`; the next one
+  connects again), as Kafka's `NetworkClient` disconnects on a request timeout: a peer whose
+  host vanished without a FIN or RST (a pod's IP gone, a node powered off) leaves a half-open
+  connection that TCP would keep retransmitting into for ~15 minutes, and a name that now
+  resolves elsewhere (the pod recreated) is looked up again on reconnect;
 - after a failed connect the next attempt waits `backoff_ms`, doubling up to `backoff_max_ms`,
   and resets on success; every pending request fails with `ConnectionError` when the
   connection drops or a response frame is malformed;
@@ -225,6 +229,14 @@ class KafkaConnection:
 
     def _time_out(self, cid: int) -> None:
         self._complete(cid, None, TimeoutError(f"no response from {self.host}:{self.port}"))
+        protocol = self._protocol
+        if protocol is not None:  # Kafka's NetworkClient: a request timeout disconnects
+            self._drop(
+                protocol,
+                ConnectionError(
+                    f"disconnected from {self.host}:{self.port}: another request timed out"
+                ),
+            )
 
     def _on_frame(self, payload: bytes) -> None:
         (cid,) = SIZE.unpack_from(payload)

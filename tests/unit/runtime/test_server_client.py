@@ -176,3 +176,44 @@ async def test_a_request_refused_by_stopped_storage_closes_without_a_traceback(
         await server.stop()
     assert not [r for r in caplog.records if r.exc_info], caplog.text
     assert "ENOSPC" in caplog.text
+
+
+async def test_a_request_timeout_drops_the_connection_and_the_next_request_reconnects() -> None:
+    """Kafka's NetworkClient disconnects on a request timeout. A peer that went silent without
+    closing (a half-open connection: its host gone, no FIN or RST) must not keep every later
+    request: the next one connects again (here to a server that answers)."""
+    connections: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        silent = len(connections) == 1  # the first connection swallows everything
+        try:
+            while True:
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                payload = await reader.readexactly(size)
+                if silent:
+                    continue
+                cid = struct.unpack_from(">i", payload, 4)[0]  # after api key and version
+                writer.write(encode_response(18, 3, cid, api_versions_response(3)))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        conn = KafkaConnection("127.0.0.1", port)
+        await conn.connect()
+        other: list[tuple[object, BaseException | None]] = []
+        conn.send(18, 3, ApiVersionsRequestData(), 5, lambda r, e: other.append((r, e)))
+        with pytest.raises(TimeoutError):
+            await conn.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 0.2)
+        # the other request on the silent connection failed with it, not 5 s later
+        assert len(other) == 1 and isinstance(other[0][1], ConnectionError)
+        assert "timed out" in str(other[0][1])
+        r = await conn.request(ApiKeys.API_VERSIONS, 3, ApiVersionsRequestData(), 2)
+        assert isinstance(r, ApiVersionsResponseData) and r.error_code == 0
+        assert len(connections) == 2
+        await conn.close()
+    finally:
+        server.close()
