@@ -14,7 +14,8 @@ a schedule asks for stays within 3..5, so one fault at a time never costs the ma
 `E2E_NEMESIS_SEED=S` re-runs a seed's schedule (test_operator_nemesis.py prints it);
 `E2E_NEMESIS_PLAN` runs a schedule written out the way a failure prints it (`parse_plan`:
 sequences separated by `;`, steps by spaces, e.g. `scale->4 kill(leader); lose(follower#1)`), so
-a failing sequence and the ones before it can be repeated on their own.
+a failing sequence and the ones before it can be repeated on their own (from the sample's 3
+replicas, so a replay is near, not identical to, the state the original run had reached).
 """
 
 from __future__ import annotations
