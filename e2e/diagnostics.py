@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
-OPERATOR_NS = "metaquorum-system"
+from conftest import OPERATOR_NS, Cluster
+
 OPERATOR_LOG_LINES = 60
 POD_LOG_LINES = 15
 EVENTS = 25
@@ -33,7 +33,7 @@ def _part(title: str, fn: Callable[[], str]) -> str:
     return f"--- {title}\n{body.rstrip()}\n"
 
 
-def _quorums(cluster: Any, ns: str) -> str:
+def _quorums(cluster: Cluster, ns: str) -> str:
     out = cluster.kubectl("get", "metadataquorums", "-n", ns, "-o", "json").stdout
     lines = []
     for obj in json.loads(out)["items"]:
@@ -58,7 +58,7 @@ def _tail(text: str, n: int) -> str:
 NOISE = ("Timer 'reconcile' succeeded", "aiohttp.access")
 
 
-def _operator_log(cluster: Any) -> str:
+def _operator_log(cluster: Cluster) -> str:
     proc = cluster.kubectl(
         "logs", "deploy/metaquorum", "-n", OPERATOR_NS, "--tail=2000", check=False
     )
@@ -66,7 +66,7 @@ def _operator_log(cluster: Any) -> str:
     return "\n".join(lines[-OPERATOR_LOG_LINES:])
 
 
-def _unready_pods(cluster: Any, ns: str) -> str:
+def _unready_pods(cluster: Cluster, ns: str) -> str:
     out = []
     for p in cluster.core.list_namespaced_pod(ns).items:
         conds = p.status.conditions or []
@@ -77,7 +77,7 @@ def _unready_pods(cluster: Any, ns: str) -> str:
     return "\n".join(out) or "(every pod ready)"
 
 
-def _pod_logs(cluster: Any, ns: str) -> str:
+def _pod_logs(cluster: Cluster, ns: str) -> str:
     out = []
     for p in cluster.core.list_namespaced_pod(ns).items:
         for c in p.spec.containers:
@@ -97,7 +97,7 @@ def _pod_logs(cluster: Any, ns: str) -> str:
     return "\n".join(out) or "(no pods)"
 
 
-def collect(cluster: Any, ns: str) -> str:
+def collect(cluster: Cluster, ns: str) -> str:
     """The failed test's namespace `ns` and the operator, as text (never raises)."""
     parts = [
         _part(f"MetadataQuorums in {ns}", lambda: _quorums(cluster, ns)),

@@ -7,10 +7,7 @@ set -euo pipefail
 if ! command -v fiu-run >/dev/null || ! command -v fiu-ctrl >/dev/null \
     || [[ ! -e /usr/lib/fiu/fiu_posix_preload.so ]]; then
     echo "libfiu: installing fiu-utils libfiu0 (apt-get)" >&2
-    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q fiu-utils libfiu0 >&2 \
-        || { $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q >&2 && $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q fiu-utils libfiu0 >&2; } \
+    "$(dirname "$0")/apt-install.sh" fiu-utils libfiu0 \
         || { echo "libfiu: could not install fiu-utils/libfiu0 with apt-get" >&2; exit 1; }
 fi
 dirname "$(command -v fiu-ctrl)"

@@ -6,16 +6,13 @@
 # from Debian's archive like every other test dependency. Idempotent; needs root (network
 # namespaces). Prints the directory holding fiu-run and fiu-ctrl.
 set -euo pipefail
-SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
 need=()
 command -v nft >/dev/null || need+=(nftables)
 command -v iptables >/dev/null || need+=(iptables)  # NFQUEUE (delay, reorder): the xtables target
 { command -v ip >/dev/null && command -v tc >/dev/null; } || need+=(iproute2)
 if ((${#need[@]})); then
     echo "nemesis: installing ${need[*]} (apt-get)" >&2
-    $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q "${need[@]}" >&2 \
-        || { $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q >&2 && $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q "${need[@]}" >&2; } \
+    "$(dirname "$0")/apt-install.sh" "${need[@]}" \
         || { echo "nemesis: could not install ${need[*]} with apt-get" >&2; exit 1; }
 fi
 command -v go >/dev/null || { echo "nemesis: go not found (the machine's Go builds the client)" >&2; exit 1; }

@@ -11,9 +11,6 @@ die() { echo "[build-images] ERROR: $*" >&2; exit 1; }
 [[ -x .venv/bin/python && -x .tools/bin/uv ]] || die ".venv missing: run 'make setup' first"
 if ! command -v mmdebstrap >/dev/null || ! command -v umoci >/dev/null; then
     echo "[build-images] installing mmdebstrap umoci (apt-get)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=300 install -y -q mmdebstrap umoci >&2 \
-        || { apt-get -o DPkg::Lock::Timeout=300 update -q >&2 && apt-get -o DPkg::Lock::Timeout=300 install -y -q mmdebstrap umoci >&2; } \
-        || die "could not install mmdebstrap/umoci with apt-get"
+    scripts/apt-install.sh mmdebstrap umoci || die "could not install mmdebstrap/umoci with apt-get"
 fi
 exec nice -n "${BUILD_NICE:-10}" .venv/bin/python e2e/tools/build_images.py "$@"

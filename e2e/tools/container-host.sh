@@ -24,11 +24,8 @@ install() {
     for tool in containerd runc ctr ip nsenter iptables /usr/lib/cni/bridge; do
         command -v "$tool" >/dev/null && continue
         echo "[container-host] installing containerd runc containernetworking-plugins iptables (apt-get)" >&2
-        local pkgs=(containerd runc containernetworking-plugins iptables iproute2 util-linux)
-        local apt=(apt-get -o DPkg::Lock::Timeout=300 install -y -q)
-        export DEBIAN_FRONTEND=noninteractive
-        "${apt[@]}" "${pkgs[@]}" >&2 \
-            || { apt-get -o DPkg::Lock::Timeout=300 update -q >&2 && "${apt[@]}" "${pkgs[@]}" >&2; } \
+        "$(dirname "$0")/../../scripts/apt-install.sh" containerd runc \
+            containernetworking-plugins iptables iproute2 util-linux \
             || { echo "[container-host] ERROR: apt-get install of the container runtime failed" >&2; return 1; }
         return 0
     done
