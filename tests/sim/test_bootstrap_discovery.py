@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 from metaquorum.core.effects import SendRequest
 from metaquorum.core.request_manager import RequestManager
-from metaquorum.sim import api, membership
-from metaquorum.sim.cluster import Simulation
+from metaquorum.sim import api
+from metaquorum.sim.membership import Membership
 from metaquorum.sim.params import scenario_params
 
 pytestmark = pytest.mark.simulation
@@ -22,12 +22,12 @@ def test_membership_seeds_discover_leaders_through_bootstrap_addresses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     routed = {"pseudo": 0, "answered": 0}
-    original = membership.route
+    original = Membership.route
 
-    def counting(sim: Simulation, nid: int, request: SendRequest) -> int:
+    def counting(self: Membership, nid: int, request: SendRequest) -> int:
         if request.destination < -1:
             routed["pseudo"] += 1
-        return original(sim, nid, request)
+        return original(self, nid, request)
 
     original_response = RequestManager.on_response
 
@@ -39,7 +39,7 @@ def test_membership_seeds_discover_leaders_through_bootstrap_addresses(
             routed["answered"] += 1  # an answer the core took as coming from a pseudo-id
         return taken
 
-    monkeypatch.setattr(membership, "route", counting)
+    monkeypatch.setattr(Membership, "route", counting)
     monkeypatch.setattr(RequestManager, "on_response", answered)
     base = scenario_params("membership")
     for seed in range(10):

@@ -123,10 +123,10 @@ def test_membership_seeds_change_the_voter_set_and_replace_wiped_voters() -> Non
         sim = Simulation(MIXES["membership"].with_seed(seed))
         sim.run()
         assert not sim.checker.violations, (seed, sim.checker.violations[:1])
-        committed_changes += sim.admin_answers.get(0, 0)
+        committed_changes += sim.membership.admin_answers.get(0, 0)
         wiped += sum(sim.checker.generation.values())
         node = next(n for n in sim.nodes.values() if n is not None)
-        changed_sets += node.voters.voter_ids != sim.bootstrap_ids
+        changed_sets += node.voters.voter_ids != sim.membership.bootstrap_ids
         for k, v in sim.situations.items():
             situations[k] = situations.get(k, 0) + v
     assert committed_changes >= 60 and wiped >= 5 and changed_sets >= 30

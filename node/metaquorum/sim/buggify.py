@@ -15,7 +15,7 @@ Invariant: all randomness comes from the simulation's RNG (a seed reproduces the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from metaquorum.core.effects import (
     AppendEntries,
@@ -27,9 +27,16 @@ from metaquorum.core.effects import (
 from metaquorum.core.log import EntryKind
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
+from metaquorum.sim.surface import Kind, World
 
-if TYPE_CHECKING:
-    from metaquorum.sim.cluster import Simulation
+
+class Crashable(World, Protocol):
+    """The `World` (sim/surface.py), plus the counts of moments and a crash."""
+
+    @property
+    def situations(self) -> dict[str, int]: ...
+
+    def crash(self, nid: int) -> None: ...
 
 
 def moments(node: RaftNode, step: Step) -> list[str]:
@@ -52,7 +59,7 @@ def moments(node: RaftNode, step: Step) -> list[str]:
     return found
 
 
-def observe(sim: Simulation, nid: int, node: RaftNode, step: Step) -> None:
+def observe(sim: Crashable, nid: int, node: RaftNode, step: Step) -> None:
     found = moments(node, step)
     if not found:
         return
@@ -62,11 +69,9 @@ def observe(sim: Simulation, nid: int, node: RaftNode, step: Step) -> None:
     if p.buggify <= 0 or sim.now >= p.fault_end_ms or sim.nodes[nid] is None:
         return
     if sim.rng.random() < p.buggify:
-        from metaquorum.sim.cluster import FAULT
-
         sim.record(f"{sim.now} buggify {nid} {found[-1]}\n")
         sim.situations["crashed-at-" + found[-1]] = (
             sim.situations.get("crashed-at-" + found[-1], 0) + 1
         )
         sim.crash(nid)
-        sim.push(sim.now + sim.rng.randint(200, 2000), FAULT, 0, ("restart", nid))
+        sim.push(sim.now + sim.rng.randint(200, 2000), Kind.FAULT, 0, ("restart", nid))

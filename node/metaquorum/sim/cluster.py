@@ -1,9 +1,14 @@
 """The discrete-event simulation of one KRaft cluster: one queue, one virtual clock.
 
 Role: own N replicas' cores (`RaftNode`), their in-memory disks, the network and the fault
-schedule; deliver events in time order, perform each step's effects, and run the invariant
-checker after every event. Deterministic: every random choice comes from RNGs derived from
-the seed, and ties in the queue break by insertion order.
+schedule; deliver events in time order (`run`: one small handler per kind of queued event),
+perform each step's effects (`apply`: one small handler per effect type of the core's `Effect`
+union, an unknown type raises `UnknownEffect`), and run the invariant checker after every
+event. The membership operator (sim/membership.py), the client workload (sim/workload.py) and
+the worst-moment crashes (sim/buggify.py) see this class only as a `World` (sim/surface.py),
+the fault injector (sim/faults.py) as a `FaultTarget`.
+Deterministic: every random choice comes from RNGs derived from the seed, and ties in the
+queue break by insertion order.
 Invariants of the driver itself: effects are performed in order; `PersistElectionState` is
 durable before anything after it; a flush completes after a random latency and only makes
 durable what is on the disk at that moment; a crashed node's pending events are dropped;
@@ -16,52 +21,26 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
+from collections.abc import Callable
 from typing import Any
 
-from metaquorum.core.effects import (
-    AppendCommitted,
-    AppendEntries,
-    AppendFailed,
-    FlushLog,
-    HighWatermarkAdvanced,
-    InstallSnapshot,
-    LeaderChanged,
-    PersistElectionState,
-    SendRequest,
-    SendResponse,
-    Step,
-    TruncateLog,
-    VotersChanged,
-    WriteSnapshot,
-)
-from metaquorum.core.events import (
-    ClientAppend,
-    CreateSnapshot,
-    Event,
-    Flushed,
-    Poll,
-    RequestFailed,
-    RequestReceived,
-    ResponseReceived,
-)
+from metaquorum.core import effects as fx
+from metaquorum.core import events as ev
 from metaquorum.core.log import RaftLog
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
-from metaquorum.core.voter_set import VoterSet
-from metaquorum.protocol.messages import (
-    ApiVersionsRequestData,
-    FetchRequestData,
-    VoteRequestData,
-    VoteResponseData,
-)
-from metaquorum.sim import buggify, membership
+from metaquorum.protocol import messages as msgs
+from metaquorum.sim import buggify
 from metaquorum.sim.disk import MemoryDisk
+from metaquorum.sim.faults import apply_fault, final_checks, fsync_failed, schedule_faults
 from metaquorum.sim.invariants import InvariantChecker
+from metaquorum.sim.membership import ADMIN, Membership, api_versions_answer
 from metaquorum.sim.network import Network
 from metaquorum.sim.params import SimParams
 from metaquorum.sim.snapshots import committed_snapshot
+from metaquorum.sim.surface import PAUSABLE, Kind, UnknownEffect
+from metaquorum.sim.workload import ClientWorkload
 
-POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED, SNAPSHOT, MEMBERSHIP = range(10)
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
@@ -73,59 +52,34 @@ class Simulation:
         self.voter_ids = list(range(1, params.voters + 1))
         self.all_ids = list(range(1, params.voters + params.observers + 1))
         self.cluster_id = CLUSTER_ID
-        self.bootstrap_ids = frozenset(self.voter_ids)
-        # KIP-853 (sim/membership.py): directory ids (a wipe draws a new one), the bootstrap
-        # voter set with them, the operator's requests in flight and their answers.
         self.kraft1 = params.kraft_version >= 1
-        self.directory_ids: dict[int, str | None] = dict.fromkeys(self.all_ids)
-        if self.kraft1:
-            for n in self.all_ids:
-                self.directory_ids[n] = membership.new_directory_id(self)
-        self.voter_set = (
-            membership.bootstrap_voters(self) if self.kraft1 else VoterSet.of(self.voter_ids)
-        )
-        self.admin_pending: dict[int, tuple[int, int]] = {}  # cid -> (node, incarnation)
-        self.admin_answers: dict[int, int] = {}  # error code -> count
-        self.next_admin_cid = 0
-        self.committed_voters: list[tuple[int, frozenset[int]]] = []
+        # KIP-853 (sim/membership.py): directory ids (drawn here), bootstrap voters, admin requests
+        self.membership = Membership(self, self.voter_ids, self.kraft1)
+        self.workload: ClientWorkload = ClientWorkload(self)
         self.situations: dict[str, int] = {}  # sim/buggify.py: worst moments seen
-        self.leader_checked: dict[int, int] = {}  # node -> epoch whose election was checked
-        self.removed_leader_since: dict[tuple[int, int], int] = {}
-        self.committed_scanned = 0
         self.disks = {n: MemoryDisk() for n in self.all_ids}
-        # KIP-853 bootstrap servers: a request to a pseudo-id goes to the node at its endpoint
-        # and its answer comes back from the pseudo-id (sim/membership.py `route`).
-        self.pseudo: dict[tuple[int, int], int] = {}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}
         self.incarnation = dict.fromkeys(self.all_ids, 0)
         self.paused_until = dict.fromkeys(self.all_ids, 0)
         self.poll_token = dict.fromkeys(self.all_ids, 0)
         self.poll_at = dict.fromkeys(self.all_ids, -1)
         self.checker = InvariantChecker(frozenset(self.voter_ids))
-        self.checker.dynamic = params.kraft_version >= 1
-        if self.checker.dynamic:
-            self.checker.lost_since_ack = lambda v, st, hw: membership.lost_since_ack(
-                self, v, st, hw
-            )
+        self.checker.dynamic = self.kraft1
+        if self.kraft1:
+            self.checker.lost_since_ack = self.membership.lost_since_ack
         self.queue: list[tuple[int, int, int, int, Any]] = []
         self.seq = 0
         self.now = 0
         self.events = 0
         self.hash = hashlib.sha256()
         self.trace: list[str] | None = [] if params.trace else None
-        # metrics
         self.elections = 0
         self.first_leader_ms: int | None = None
-        self.append_sent: dict[int, tuple[int, bytes]] = {}
-        self.commit_latencies: list[int] = []
-        self.appends_failed = 0
-        self.unavailable_ms = 0
-        self.next_append_id = 0
-        self.last_commit_ms = -1
+        self.kraft_upgrades: list[tuple[int, int, str | None]] = []  # (node, version, error)
         self.notes: list[str] = []
         self.disk_failing: dict[int, int] = {}  # node -> down time after its fsync fails
         self.fsync_errors = 0
-        self._vote_request: VoteRequestData | None = None
+        self._vote_request: msgs.VoteRequestData | None = None
         self.last_role: dict[int, object] = {}
 
     # --- queue -------------------------------------------------------------------------------
@@ -143,10 +97,11 @@ class Simulation:
         disk = self.disks[nid]
         self.incarnation[nid] += 1
         inc = self.incarnation[nid]
+        members = self.membership
         node = RaftNode(
             nid,
             cluster_id=CLUSTER_ID,
-            voters=self.voter_set,
+            voters=members.voter_set,
             config=self.params.config,
             rng=random.Random(self.rng.getrandbits(64)),
             log=RaftLog(list(disk.entries), flushed_offset=disk.flushed, snapshot=disk.snapshot),
@@ -154,9 +109,9 @@ class Simulation:
             now_ms=self.now,
             first_correlation_id=inc << 32,
             kraft_version=self.params.kraft_version,
-            local_directory_id=self.directory_ids[nid],
-            local_endpoints=(membership.endpoint_of(nid),) if self.kraft1 else (),
-            bootstrap_servers=membership.bootstrap_servers(self),
+            local_directory_id=members.directory_ids[nid],
+            local_endpoints=members.local_endpoints(nid),
+            bootstrap_servers=members.bootstrap_servers(),
         )
         self.nodes[nid] = node
         self.checker.on_restart(nid)
@@ -171,17 +126,7 @@ class Simulation:
         self.disks[nid].crash(self.rng, self.params.mix.torn_write)
         self.record(f"{self.now} crash {nid}\n")
 
-    def fsync_failed(self, nid: int, down_ms: int) -> None:
-        """The runtime's fail-stop (issue 12): an fsync error stops the replica before any
-        `Flushed`; what was not flushed may be gone (as in a crash). It restarts on its data
-        after `down_ms` (the disk repaired or the pod rescheduled)."""
-        self.fsync_errors += 1
-        self.record(f"{self.now} fsync-error {nid}\n")
-        self.crash(nid)
-        if self.now < self.params.fault_end_ms:
-            self.push(self.now + down_ms, FAULT, 0, ("restart", nid))
-
-    def step(self, nid: int, event: Event) -> None:
+    def step(self, nid: int, event: ev.Event) -> None:
         node = self.nodes[nid]
         if node is None:
             return
@@ -193,88 +138,119 @@ class Simulation:
             return
         self.apply(nid, node, result)
 
-    def apply(self, nid: int, node: RaftNode, step: Step) -> None:
-        disk = self.disks[nid]
-        now = self.now
-        checker = self.checker
+    def current_leader(self) -> int | None:
+        """The running, unpaused leader of the highest epoch (the lowest id among equals)."""
+        leaders = [
+            (n.state.epoch, nid)
+            for nid, n in self.nodes.items()
+            if n is not None
+            and isinstance(n.state, LeaderState)
+            and self.paused_until[nid] <= self.now
+        ]
+        return max(leaders, key=lambda x: x[0])[1] if leaders else None
+
+    # --- effects -----------------------------------------------------------------------------
+    def apply(self, nid: int, node: RaftNode, step: fx.Step) -> None:
+        """Perform `step`'s effects in order, then the per-step checks and the next poll."""
+        handlers = EFFECT_HANDLERS
         for eff in step.effects:
-            if isinstance(eff, SendRequest):
-                msg = eff.message
-                if isinstance(msg, FetchRequestData):
-                    checker.on_fetch_sent(nid, msg.topics[0].partitions[0].fetch_offset, disk)
-                dest = membership.route(self, nid, eff)
-                times = self.net.deliveries(nid, dest, now)
-                for t in times:
-                    self.push(t, REQUEST, dest, (nid, eff.correlation_id, msg))
-                if not times and self.net.lossy_drop:
-                    # A lost message on a live connection: the sender sees the disconnect.
-                    t = now + self.params.link.delay_max_ms
-                    self.push(
-                        t, FAILED, nid, (self.incarnation[nid], eff.destination, eff.correlation_id)
-                    )
-            elif isinstance(eff, SendResponse):
-                msg = eff.message
-                if isinstance(msg, VoteResponseData):
-                    self._check_vote(nid, msg, disk)
-                dst = eff.destination
-                if dst == membership.ADMIN:
-                    membership.admin_answer(self, eff.correlation_id, msg)
-                    continue
-                times = self.net.deliveries(nid, dst, now)
-                src = self.pseudo.get((dst, eff.correlation_id), nid)
-                for t in times:
-                    self.push(t, RESPONSE, dst, (src, eff.correlation_id, msg, eff.entries))
-                if not times and self.net.lossy_drop:
-                    t = now + self.params.link.delay_max_ms
-                    self.push(t, FAILED, dst, (None, src, eff.correlation_id))
-            elif isinstance(eff, AppendEntries):
-                disk.append(eff.entries)
-                checker.on_append(nid, disk, eff.entries)
-                if self.kraft1:
-                    membership.on_append(self, nid, node, eff.entries)
-            elif isinstance(eff, FlushLog):
-                latency = self.rng.randint(0, self.params.flush_max_ms)
-                self.push(now + latency, FLUSH, nid, (self.incarnation[nid], eff.offset))
-            elif isinstance(eff, TruncateLog):
-                disk.truncate(eff.offset)
-            elif isinstance(eff, PersistElectionState):
-                disk.election = eff.election
-            elif isinstance(eff, HighWatermarkAdvanced):
-                checker.on_high_watermark(nid, node, eff.high_watermark, self.disks)
-                every = self.params.snapshot_every
-                snap = node.log.snapshot
-                done = 0 if snap is None else snap.snapshot_id.offset
-                if every and eff.high_watermark - done >= every:
-                    self.push(now, SNAPSHOT, nid, (self.incarnation[nid], eff.high_watermark))
-            elif isinstance(eff, WriteSnapshot | InstallSnapshot):
-                snap = eff.snapshot
-                end = snap.snapshot_id.offset
-                checker.on_snapshot(nid, end, snap.payload, self.snapshot_payload(end))
-                if isinstance(eff, WriteSnapshot):
-                    disk.write_snapshot(snap)
-                else:
-                    disk.install_snapshot(snap)
-                self.record(f"{now} snapshot {nid} {end} {type(eff).__name__}\n")
-            elif isinstance(eff, LeaderChanged):
-                if eff.leader_id == nid:
-                    self.elections += 1
-                    if self.first_leader_ms is None:
-                        self.first_leader_ms = now
-                self.record(f"{now} leader {nid} {eff.leader_id} {eff.epoch}\n")
-            elif isinstance(eff, AppendCommitted):
-                sent = self.append_sent.pop(eff.append_id, None)
-                if sent is not None:
-                    self.commit_latencies.append(now - sent[0])
-                    checker.on_append_committed(nid, eff.last_offset, sent[1])
-                    self.last_commit_ms = now
-            elif isinstance(eff, AppendFailed):
-                self.append_sent.pop(eff.append_id, None)
-                self.appends_failed += 1
-            elif isinstance(eff, VotersChanged):
-                self.record(f"{now} voters {nid} {eff.voters.sorted_ids()}\n")
-        checker.after_step(nid, node)
+            handler = handlers.get(type(eff))
+            if handler is None:
+                raise UnknownEffect(f"node {nid}: the simulator has no handler for {eff!r}")
+            handler(self, nid, node, eff)
+        self._after_step(nid, node, step)
+
+    def _send_request(self, nid: int, node: RaftNode, eff: fx.SendRequest) -> None:
+        msg = eff.message
+        if isinstance(msg, msgs.FetchRequestData):
+            fetch_offset = msg.topics[0].partitions[0].fetch_offset
+            self.checker.on_fetch_sent(nid, fetch_offset, self.disks[nid])
+        dest = self.membership.route(nid, eff)
+        cid = eff.correlation_id
+        times = self.net.deliveries(nid, dest, self.now)
+        for t in times:
+            self.push(t, Kind.REQUEST, dest, (nid, cid, msg))
+        if not times and self.net.lossy_drop:
+            # A lost message on a live connection: the sender sees the disconnect.
+            t = self.now + self.params.link.delay_max_ms
+            self.push(t, Kind.FAILED, nid, (self.incarnation[nid], eff.destination, cid))
+
+    def _send_response(self, nid: int, node: RaftNode, eff: fx.SendResponse) -> None:
+        msg = eff.message
+        if isinstance(msg, msgs.VoteResponseData):
+            self.checker.on_vote_response(nid, self._vote_request, msg, self.disks[nid])
+        dst = eff.destination
+        if dst == ADMIN:
+            self.membership.admin_answer(eff.correlation_id, msg)
+            return
+        now = self.now
+        times = self.net.deliveries(nid, dst, now)
+        src = self.membership.answer_source(dst, eff.correlation_id, nid)
+        for t in times:
+            self.push(t, Kind.RESPONSE, dst, (src, eff.correlation_id, msg, eff.entries))
+        if not times and self.net.lossy_drop:
+            t = now + self.params.link.delay_max_ms
+            self.push(t, Kind.FAILED, dst, (None, src, eff.correlation_id))
+
+    def _append_entries(self, nid: int, node: RaftNode, eff: fx.AppendEntries) -> None:
+        disk = self.disks[nid]
+        disk.append(eff.entries)
+        self.checker.on_append(nid, disk, eff.entries)
         if self.kraft1:
-            membership.after_step(self, nid, node)
+            self.membership.on_append(nid, node, eff.entries)
+
+    def _flush_log(self, nid: int, node: RaftNode, eff: fx.FlushLog) -> None:
+        latency = self.rng.randint(0, self.params.flush_max_ms)
+        self.push(self.now + latency, Kind.FLUSH, nid, (self.incarnation[nid], eff.offset))
+
+    def _truncate_log(self, nid: int, node: RaftNode, eff: fx.TruncateLog) -> None:
+        self.disks[nid].truncate(eff.offset)
+
+    def _persist_election(self, nid: int, node: RaftNode, eff: fx.PersistElectionState) -> None:
+        self.disks[nid].election = eff.election  # synchronous: durable before what follows
+
+    def _high_watermark(self, nid: int, node: RaftNode, eff: fx.HighWatermarkAdvanced) -> None:
+        self.checker.on_high_watermark(nid, node, eff.high_watermark, self.disks)
+        every = self.params.snapshot_every
+        snap = node.log.snapshot
+        done = 0 if snap is None else snap.snapshot_id.offset
+        if every and eff.high_watermark - done >= every:
+            self.push(self.now, Kind.SNAPSHOT, nid, (self.incarnation[nid], eff.high_watermark))
+
+    def _snapshot(
+        self, nid: int, node: RaftNode, eff: fx.WriteSnapshot | fx.InstallSnapshot
+    ) -> None:
+        snap = eff.snapshot
+        end = snap.snapshot_id.offset
+        self.checker.on_snapshot(
+            nid, end, snap.payload, committed_snapshot(self.checker.committed, end)
+        )
+        if isinstance(eff, fx.WriteSnapshot):
+            self.disks[nid].write_snapshot(snap)
+        else:
+            self.disks[nid].install_snapshot(snap)
+        self.record(f"{self.now} snapshot {nid} {end} {type(eff).__name__}\n")
+
+    def _leader_changed(self, nid: int, node: RaftNode, eff: fx.LeaderChanged) -> None:
+        if eff.leader_id == nid:
+            self.elections += 1
+            if self.first_leader_ms is None:
+                self.first_leader_ms = self.now
+        self.record(f"{self.now} leader {nid} {eff.leader_id} {eff.epoch}\n")
+
+    def _voters_changed(self, nid: int, node: RaftNode, eff: fx.VotersChanged) -> None:
+        # The runtime re-points its peer connections; here every replica is reachable by id.
+        self.record(f"{self.now} voters {nid} {eff.voters.sorted_ids()}\n")
+
+    def _kraft_upgrade(self, nid: int, node: RaftNode, eff: fx.KRaftVersionUpgrade) -> None:
+        # The runtime answers the UpdateFeatures call that waits for it; no mix upgrades yet.
+        self.kraft_upgrades.append((nid, eff.version, eff.error))
+        self.record(f"{self.now} kraft-upgrade {nid} {eff.version} {eff.error}\n")
+
+    def _after_step(self, nid: int, node: RaftNode, step: fx.Step) -> None:
+        self.checker.after_step(nid, node)
+        if self.kraft1:
+            self.membership.after_step(nid, node)
         buggify.observe(self, nid, node, step)
         if self.nodes[nid] is not node:
             return  # crashed at a worst moment: no poll for the dead incarnation
@@ -282,147 +258,143 @@ class Simulation:
         key = (st.role, st.epoch)
         if self.last_role.get(nid) != key:
             self.last_role[nid] = key
-            self.record(f"{now} state {nid} {st.role.value} {st.epoch}\n")
-        deadline = max(step.next_deadline_ms, now + 1)  # a poll-again-now runs 1 ms later
+            self.record(f"{self.now} state {nid} {st.role.value} {st.epoch}\n")
+        deadline = max(step.next_deadline_ms, self.now + 1)  # a poll-again-now runs 1 ms later
         if deadline != self.poll_at[nid] and deadline <= self.params.end_ms:
             self.poll_at[nid] = deadline
             self.poll_token[nid] += 1
-            self.push(deadline, POLL, nid, (self.incarnation[nid], self.poll_token[nid]))
-
-    def snapshot_payload(self, end: int) -> bytes | None:
-        return committed_snapshot(self.checker.committed, end)
-
-    def _check_vote(self, nid: int, msg: VoteResponseData, disk: MemoryDisk) -> None:
-        req = self._vote_request
-        if req is None or not msg.topics or not msg.topics[0].partitions:
-            return
-        p = msg.topics[0].partitions[0]
-        rp = req.topics[0].partitions[0] if req.topics and req.topics[0].partitions else None
-        if p.vote_granted and rp is not None and not rp.pre_vote:
-            self.checker.on_vote_granted(nid, rp.replica_epoch, rp.replica_id, disk)
+            self.push(deadline, Kind.POLL, nid, (self.incarnation[nid], self.poll_token[nid]))
 
     # --- main loop ---------------------------------------------------------------------------
     def run(self) -> None:
-        from metaquorum.sim.faults import schedule_faults
+        self._start()
+        deliver = self._deliveries()
+        queue = self.queue
+        checker = self.checker
+        paused = self.paused_until
+        while queue:
+            t, _, kind, nid, data = heapq.heappop(queue)
+            self.now = t
+            checker.now_ms = t
+            if kind == Kind.CHECK:
+                final_checks(self)
+                break
+            if kind in PAUSABLE and paused[nid] > t:  # a paused replica handles it later
+                self.seq += 1
+                heapq.heappush(queue, (paused[nid], self.seq, kind, nid, data))
+                continue
+            self.events += 1
+            checker.event_index = self.events
+            deliver[kind](nid, data)
 
+    def _start(self) -> None:
+        """Boot every replica, then queue the faults, the operator, the client and the end."""
         p = self.params
         for nid in self.all_ids:
             self.boot(nid)
         schedule_faults(self)
         if p.membership_interval_ms > 0:
-            self.push(p.membership_interval_ms, MEMBERSHIP, 0, None)
-        if p.append_interval_ms > 0:
-            self.push(self.rng.randint(0, p.append_interval_ms), APPEND, 0, None)
-        self.push(p.end_ms, CHECK, 0, None)
-        queue = self.queue
-        checker = self.checker
-        while queue:
-            t, _, kind, nid, data = heapq.heappop(queue)
-            self.now = t
-            checker.now_ms = t
-            if kind == CHECK:
-                from metaquorum.sim.faults import final_checks
+            self.push(p.membership_interval_ms, Kind.MEMBERSHIP, 0, None)
+        self.workload.start()
+        self.push(p.end_ms, Kind.CHECK, 0, None)
 
-                final_checks(self)
-                break
-            if kind in (POLL, REQUEST, RESPONSE, FLUSH, FAILED, SNAPSHOT) and (
-                self.paused_until[nid] > t
-            ):
-                self.seq += 1
-                heapq.heappush(queue, (self.paused_until[nid], self.seq, kind, nid, data))
-                continue
-            self.events += 1
-            checker.event_index = self.events
-            if kind == POLL:
-                inc, token = data
-                if inc != self.incarnation[nid] or token != self.poll_token[nid]:
-                    continue
-                self.poll_at[nid] = -1
-                self.step(nid, Poll())
-            elif kind == REQUEST:
-                src, cid, msg = data
-                if src == membership.ADMIN:
-                    if self.nodes[nid] is not None:
-                        self.admin_pending[cid] = (nid, self.incarnation[nid])
-                elif self.nodes[nid] is not None and isinstance(msg, ApiVersionsRequestData):
-                    # Answered by the replica's runtime, not its core (as a node does).
-                    for t2 in self.net.deliveries(nid, src, t):
-                        answer = membership.api_versions_answer()
-                        self.push(t2, RESPONSE, src, (nid, cid, answer, ()))
-                    continue
-                if self.nodes[nid] is None:
-                    if src == membership.ADMIN:
-                        continue
-                    # Connection refused: the requester learns it after one more hop.
-                    t2 = t + self.params.link.delay_min_ms
-                    self.push(t2, FAILED, src, (None, self.pseudo.get((src, cid), nid), cid))
-                    continue
-                self._vote_request = msg if isinstance(msg, VoteRequestData) else None
-                self.record(f"{t} rq {src}>{nid} {cid & 0xFFFFFFFF} {type(msg).__name__}\n")
-                self.step(nid, RequestReceived(src, cid, msg))
-                self._vote_request = None
-            elif kind == RESPONSE:
-                src, cid, msg, entries = data
-                if self.nodes[nid] is None:
-                    continue
-                self.record(f"{t} rs {src}>{nid} {cid & 0xFFFFFFFF} {len(entries)}\n")
-                self.step(nid, ResponseReceived(src, cid, msg, entries))
-            elif kind == FLUSH:
-                inc, offset = data
-                if inc != self.incarnation[nid] or self.nodes[nid] is None:
-                    continue
-                if nid in self.disk_failing:
-                    self.fsync_failed(nid, self.disk_failing.pop(nid))
-                    continue
-                flushed = self.disks[nid].flush(offset)
-                self.step(nid, Flushed(flushed))
-            elif kind == FAILED:
-                inc, peer, cid = data
-                if self.nodes[nid] is None or inc not in (None, self.incarnation[nid]):
-                    continue
-                self.record(f"{t} failed {nid} {peer} {cid & 0xFFFFFFFF}\n")
-                self.step(nid, RequestFailed(peer, cid))
-            elif kind == SNAPSHOT:
-                inc, end = data
-                if inc != self.incarnation[nid] or self.nodes[nid] is None:
-                    continue
-                payload = self.snapshot_payload(end)
-                if payload is not None:
-                    self.step(nid, CreateSnapshot(end, payload))
-            elif kind == APPEND:
-                self.client_append()
-            elif kind == MEMBERSHIP:
-                membership.membership_action(self)
-            elif kind == FAULT:
-                from metaquorum.sim.faults import apply_fault
+    def _deliveries(self) -> list[Callable[[int, Any], None]]:
+        """The handler of each kind of queued event, indexed by kind (sim/surface.py)."""
+        by_kind: dict[int, Callable[[int, Any], None]] = {
+            Kind.POLL: self._poll,
+            Kind.REQUEST: self._request,
+            Kind.RESPONSE: self._response,
+            Kind.FLUSH: self._flushed,
+            Kind.FAULT: lambda nid, data: apply_fault(self, data),
+            Kind.APPEND: lambda nid, data: self.workload.client_append(),
+            Kind.CHECK: self._unexpected,
+            Kind.FAILED: self._failed,
+            Kind.SNAPSHOT: self._create_snapshot,
+            Kind.MEMBERSHIP: lambda nid, data: self.membership.operator_action(),
+        }
+        return [by_kind[k] for k in range(len(by_kind))]
 
-                apply_fault(self, data)
+    def _unexpected(self, nid: int, data: Any) -> None:
+        raise AssertionError("CHECK is handled by the loop itself")
 
-    # --- workload ----------------------------------------------------------------------------
-    def current_leader(self) -> int | None:
-        best: tuple[int, int] | None = None
-        for nid, node in self.nodes.items():
-            if node is not None and isinstance(node.state, LeaderState):
-                if self.paused_until[nid] > self.now:
-                    continue
-                if best is None or node.state.epoch > best[0]:
-                    best = (node.state.epoch, nid)
-        return None if best is None else best[1]
-
-    def client_append(self) -> None:
-        p = self.params
-        interval = p.append_interval_ms
-        if self.now < p.fault_end_ms + p.workload_tail_ms:
-            self.push(
-                self.now + self.rng.randint(interval // 2, interval * 3 // 2), APPEND, 0, None
-            )
-        leader = self.current_leader()
-        if leader is None:
-            self.unavailable_ms += interval
+    def _poll(self, nid: int, data: tuple[int, int]) -> None:
+        inc, token = data
+        if inc != self.incarnation[nid] or token != self.poll_token[nid]:
             return
-        self.next_append_id += 1
-        aid = self.next_append_id
-        value = b"v%d" % aid
-        self.append_sent[aid] = (self.now, value)
-        self.record(f"{self.now} append {leader} {aid}\n")
-        self.step(leader, ClientAppend(aid, (value,)))
+        self.poll_at[nid] = -1
+        self.step(nid, ev.Poll())
+
+    def _request(self, nid: int, data: tuple[int, int, object]) -> None:
+        src, cid, msg = data
+        running = self.nodes[nid] is not None
+        if src == ADMIN:
+            if running:
+                self.membership.admin_received(nid, cid)
+        elif running and isinstance(msg, msgs.ApiVersionsRequestData):
+            # Answered by the replica's runtime, not its core (as a node does).
+            for t in self.net.deliveries(nid, src, self.now):
+                self.push(t, Kind.RESPONSE, src, (nid, cid, api_versions_answer(), ()))
+            return
+        if not running:
+            if src == ADMIN:
+                return
+            # Connection refused: the requester learns it after one more hop.
+            t = self.now + self.params.link.delay_min_ms
+            source = self.membership.answer_source(src, cid, nid)
+            self.push(t, Kind.FAILED, src, (None, source, cid))
+            return
+        self._vote_request = msg if isinstance(msg, msgs.VoteRequestData) else None
+        self.record(f"{self.now} rq {src}>{nid} {cid & 0xFFFFFFFF} {type(msg).__name__}\n")
+        self.step(nid, ev.RequestReceived(src, cid, msg))
+        self._vote_request = None
+
+    def _response(self, nid: int, data: tuple[int, int, object, tuple[Any, ...]]) -> None:
+        src, cid, msg, entries = data
+        if self.nodes[nid] is None:
+            return
+        self.record(f"{self.now} rs {src}>{nid} {cid & 0xFFFFFFFF} {len(entries)}\n")
+        self.step(nid, ev.ResponseReceived(src, cid, msg, entries))
+
+    def _flushed(self, nid: int, data: tuple[int, int]) -> None:
+        inc, offset = data
+        if inc != self.incarnation[nid] or self.nodes[nid] is None:
+            return
+        if nid in self.disk_failing:
+            fsync_failed(self, nid, self.disk_failing.pop(nid))
+            return
+        self.step(nid, ev.Flushed(self.disks[nid].flush(offset)))
+
+    def _failed(self, nid: int, data: tuple[int | None, int, int]) -> None:
+        inc, peer, cid = data
+        if self.nodes[nid] is None or inc not in (None, self.incarnation[nid]):
+            return
+        self.record(f"{self.now} failed {nid} {peer} {cid & 0xFFFFFFFF}\n")
+        self.step(nid, ev.RequestFailed(peer, cid))
+
+    def _create_snapshot(self, nid: int, data: tuple[int, int]) -> None:
+        inc, end = data
+        if inc != self.incarnation[nid] or self.nodes[nid] is None:
+            return
+        payload = committed_snapshot(self.checker.committed, end)
+        if payload is not None:
+            self.step(nid, ev.CreateSnapshot(end, payload))
+
+
+# One handler per effect type of the core's `Effect` union (core/effects.py); `apply` raises
+# `UnknownEffect` on any other (tests/unit/test_effects_handled.py checks both drivers).
+EFFECT_HANDLERS: dict[type, Callable[[Simulation, int, RaftNode, Any], None]] = {
+    fx.SendRequest: Simulation._send_request,
+    fx.SendResponse: Simulation._send_response,
+    fx.PersistElectionState: Simulation._persist_election,
+    fx.AppendEntries: Simulation._append_entries,
+    fx.TruncateLog: Simulation._truncate_log,
+    fx.FlushLog: Simulation._flush_log,
+    fx.WriteSnapshot: Simulation._snapshot,
+    fx.InstallSnapshot: Simulation._snapshot,
+    fx.HighWatermarkAdvanced: Simulation._high_watermark,
+    fx.LeaderChanged: Simulation._leader_changed,
+    fx.VotersChanged: Simulation._voters_changed,
+    fx.KRaftVersionUpgrade: Simulation._kraft_upgrade,
+    fx.AppendCommitted: lambda sim, nid, node, eff: sim.workload.committed(nid, eff),
+    fx.AppendFailed: lambda sim, nid, node, eff: sim.workload.failed(eff),
+}

@@ -7,23 +7,69 @@ stop the replica at its next flush as the runtime's fail-stop does), heal everyt
 the HW advanced after the heal (when there is a workload), and every replica converged to the
 leader's log and HW. The `stable_leadership` mix is KIP-996's check: a voter cut off from the
 leader alone must not change the leader while a majority still hears it.
+It reaches the simulation through `FaultTarget`: the `World` (sim/surface.py) plus the
+machinery it breaks (network, disks, pauses, crash and boot) and the membership state a wipe
+changes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from metaquorum.core.states import LeaderState
-from metaquorum.sim import membership
-from metaquorum.sim.membership import new_directory_id
+from metaquorum.sim.disk import MemoryDisk
+from metaquorum.sim.membership import Membership
+from metaquorum.sim.network import Network
+from metaquorum.sim.surface import Kind, World
+from metaquorum.sim.workload import ClientWorkload
 
-if TYPE_CHECKING:
-    from metaquorum.sim.cluster import Simulation
-
-FAULT = 4
+FAULT = Kind.FAULT
 
 
-def schedule_faults(sim: Simulation) -> None:
+class FaultTarget(World, Protocol):
+    """What the fault injector may read and break, beyond the `World`."""
+
+    @property
+    def voter_ids(self) -> list[int]: ...
+
+    @property
+    def kraft1(self) -> bool: ...
+
+    @property
+    def net(self) -> Network: ...
+
+    @property
+    def disks(self) -> dict[int, MemoryDisk]: ...
+
+    @property
+    def paused_until(self) -> dict[int, int]: ...
+
+    @property
+    def disk_failing(self) -> dict[int, int]:
+        """node -> how long it stays down once its next fsync fails"""
+        ...
+
+    @property
+    def membership(self) -> Membership: ...
+
+    @property
+    def workload(self) -> ClientWorkload: ...
+
+    @property
+    def notes(self) -> list[str]: ...
+
+    @property
+    def fsync_errors(self) -> int: ...
+
+    @fsync_errors.setter
+    def fsync_errors(self, value: int) -> None: ...
+
+    def boot(self, nid: int) -> None: ...
+
+    def crash(self, nid: int) -> None: ...
+
+
+def schedule_faults(sim: FaultTarget) -> None:
     p = sim.params
     mix = p.mix
     if mix.stable_leadership:
@@ -53,7 +99,7 @@ def schedule_faults(sim: Simulation) -> None:
     sim.push(p.fault_end_ms, FAULT, 0, ("heal",))
 
 
-def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
+def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
     kind = data[0]
     rng = sim.rng
     now = sim.now
@@ -127,11 +173,10 @@ def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
             sim.crash(victim)
             # KIP-853 runs: the operator replaces a lost disk before another voter loses its
             # own, so a wipe that would leave no majority of intact voters is a crash instead.
-            if not sim.kraft1 or membership.wipe_keeps_majority(sim, victim):
+            if not sim.kraft1 or sim.membership.wipe_keeps_majority(victim):
                 sim.disks[victim].wipe()
                 if sim.kraft1:  # a new disk is a new directory: the replica is a new one
-                    sim.directory_ids[victim] = new_directory_id(sim)
-                    sim.checker.on_wipe(victim)
+                    sim.membership.replace_disk(victim)
             sim.push(now + duration, FAULT, 0, ("restart", victim))
         return
     elif kind == "disk_fail":
@@ -146,21 +191,30 @@ def apply_fault(sim: Simulation, data: tuple[object, ...]) -> None:
         sim.push(now + duration, FAULT, 0, ("unblock", added))
 
 
-def final_checks(sim: Simulation) -> None:
+def fsync_failed(sim: FaultTarget, nid: int, down_ms: int) -> None:
+    """The runtime's fail-stop (issue 12): an fsync error stops the replica before any
+    `Flushed`; what was not flushed may be gone (as in a crash). It restarts on its data
+    after `down_ms` (the disk repaired or the pod rescheduled)."""
+    sim.fsync_errors += 1
+    sim.record(f"{sim.now} fsync-error {nid}\n")
+    sim.crash(nid)
+    if sim.now < sim.params.fault_end_ms:
+        sim.push(sim.now + down_ms, FAULT, 0, ("restart", nid))
+
+
+def final_checks(sim: FaultTarget) -> None:
     """Liveness after the faults stopped (all replicas up, network healed)."""
     p = sim.params
     checker = sim.checker
     if sim.kraft1:
-        from metaquorum.sim.membership import final_checks as membership_checks
-
-        membership_checks(sim)
+        sim.membership.final_checks()
     leader = sim.current_leader()
     if leader is None:
         checker.fail("liveness", f"no leader {p.liveness_bound_ms} ms after the faults stopped")
         return
     lnode = sim.nodes[leader]
     assert lnode is not None and isinstance(lnode.state, LeaderState)
-    if p.append_interval_ms > 0 and sim.last_commit_ms < p.fault_end_ms:
+    if p.append_interval_ms > 0 and sim.workload.last_commit_ms < p.fault_end_ms:
         checker.fail("liveness", "no append committed after the faults stopped")
     hw = lnode.high_watermark
     for nid, node in sim.nodes.items():

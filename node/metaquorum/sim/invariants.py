@@ -31,6 +31,7 @@ from metaquorum.core.log import LogEntry
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_set import VoterSet, VoterSetHistory
+from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
 from metaquorum.sim.disk import MemoryDisk
 
 
@@ -169,6 +170,18 @@ class InvariantChecker:
     def on_append_committed(self, nid: int, offset: int, value: bytes) -> None:
         if offset >= len(self.committed) or self.committed[offset].value != value:
             self.fail("committed-stable", f"acknowledged append at {offset} not in committed data")
+
+    def on_vote_response(
+        self, nid: int, request: VoteRequestData | None, msg: VoteResponseData, disk: MemoryDisk
+    ) -> None:
+        """Node `nid` answers `request` (the VoteRequest it is handling, if any) with `msg`."""
+        if request is None or not msg.topics or not msg.topics[0].partitions:
+            return
+        p = msg.topics[0].partitions[0]
+        rq = request.topics
+        rp = rq[0].partitions[0] if rq and rq[0].partitions else None
+        if p.vote_granted and rp is not None and not rp.pre_vote:
+            self.on_vote_granted(nid, rp.replica_epoch, rp.replica_id, disk)
 
     def on_vote_granted(self, nid: int, epoch: int, candidate: int, disk: MemoryDisk) -> None:
         prev = self.votes.setdefault((nid, self.generation.get(nid, 0), epoch), candidate)

@@ -21,12 +21,14 @@ Invariants checked here, after every step, besides `InvariantChecker`'s:
 - `leader-majority`: an elected leader's granting voters are a majority of the set in its log;
 - `removed-leader-resigns`: a leader whose own removal committed resigns within 50 ms;
 - liveness (in `final_checks`): every accepted change was answered.
+The state of all this (directory ids, pseudo-id routes, requests in flight, the committed
+voter-set index) is `Membership`'s own; it reaches the simulation only through `World`
+(sim/surface.py).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendRequest
 from metaquorum.core.ids import ReplicaKey
@@ -41,47 +43,16 @@ from metaquorum.protocol.messages import (
     VotersRecord,
 )
 from metaquorum.protocol.types import Uuid
-
-if TYPE_CHECKING:
-    from metaquorum.sim.cluster import Simulation
+from metaquorum.sim.surface import Kind, World
 
 ADMIN = 1000  # the operator's "node id": requests from it, answers to it
 REMOVED_LEADER_BOUND_MS = 50  # a poll is due at once; the simulator runs it within 1 ms
 LISTENER = "CONTROLLER"
-
-
 BASE_PORT = 9000  # node N listens on BASE_PORT + N
 
 
 def endpoint_of(nid: int) -> ListenerEndpoint:
     return ListenerEndpoint(LISTENER, f"node-{nid}", BASE_PORT + nid)
-
-
-def bootstrap_servers(sim: Simulation) -> tuple[ListenerEndpoint, ...]:
-    """kraft.version 1 mixes: every replica is configured with every node's address as
-    `controller.quorum.bootstrap.servers` (the core discovers the leader through pseudo-ids)."""
-    return tuple(endpoint_of(n) for n in sim.all_ids) if sim.kraft1 else ()
-
-
-def route(sim: Simulation, nid: int, request: SendRequest) -> int:
-    """The replica a request goes to: a pseudo-id (< -1) is the node at its endpoint, and the
-    answer is to come back from the pseudo-id (`sim.pseudo`)."""
-    if request.destination >= -1 or request.endpoint is None:
-        return request.destination
-    real = request.endpoint.port - BASE_PORT  # `endpoint_of`'s inverse
-    sim.pseudo[(nid, request.correlation_id)] = request.destination
-    return real
-
-
-def new_directory_id(sim: Simulation) -> str:
-    return str(Uuid(sim.rng.getrandbits(63), sim.rng.getrandbits(63)))
-
-
-def bootstrap_voters(sim: Simulation) -> VoterSet:
-    return VoterSet.from_nodes(
-        VoterNode(ReplicaKey(i, sim.directory_ids[i]), (endpoint_of(i),), 0, 1)
-        for i in sim.voter_ids
-    )
 
 
 def api_versions_answer() -> ApiVersionsResponseData:
@@ -92,134 +63,221 @@ def api_versions_answer() -> ApiVersionsResponseData:
     return ApiVersionsResponseData(supported_features=[key])
 
 
-def membership_action(sim: Simulation) -> None:
-    """One operator request to the newest leader (the next one is scheduled here too)."""
-    from metaquorum.sim.cluster import MEMBERSHIP, REQUEST
+class Membership:
+    """The KIP-853 side of one run: `enabled` in kraft.version 1 mixes (directory ids, a
+    bootstrap voter set with endpoints); in a static run only `voter_set` and the pseudo-id
+    routing (a no-op there) are used."""
 
-    p = sim.params
-    if sim.now + p.membership_interval_ms < p.fault_end_ms:
-        sim.push(sim.now + p.membership_interval_ms, MEMBERSHIP, 0, None)
-    leader = sim.current_leader()
-    if leader is None:
-        return
-    node = sim.nodes[leader]
-    assert node is not None
-    voters = node.voters
-    request: object
-    # A voter whose replica now runs under another directory id (a wiped disk): replace it.
-    stale = [n.key for n in voters.nodes if sim.directory_ids[n.key.id] != n.key.directory_id]
-    missing = [i for i in sim.all_ids if i not in voters]
-    roll = sim.rng.random()
-    if stale and len(voters) > 1:
-        request = _remove(sim, stale[0])
-    elif missing and (roll < 0.6 or len(voters) <= 2):
-        nid = missing[sim.rng.randrange(len(missing))]
-        ep = endpoint_of(nid)
-        directory = sim.directory_ids[nid]
-        assert directory is not None  # every replica of a kraft.version 1 run has one
-        request = AddRaftVoterRequestData(
-            cluster_id=sim.cluster_id,
-            voter_id=nid,
-            voter_directory_id=Uuid.from_string(directory),
-            listeners=[AddRaftVoterRequestData.Listener(name=ep.name, host=ep.host, port=ep.port)],
-            ack_when_committed=sim.rng.random() < 0.8,
-        )
-    elif len(voters) > 2:
-        request = _remove(sim, voters.voter_keys()[sim.rng.randrange(len(voters))])
-    else:
-        return
-    sim.next_admin_cid += 1
-    sim.record(f"{sim.now} admin {leader} {sim.next_admin_cid} {type(request).__name__}\n")
-    sim.push(sim.now + 1, REQUEST, leader, (ADMIN, sim.next_admin_cid, request))
-
-
-def _remove(sim: Simulation, key: ReplicaKey) -> RemoveRaftVoterRequestData:
-    directory = Uuid.ZERO if key.directory_id is None else Uuid.from_string(key.directory_id)
-    return RemoveRaftVoterRequestData(
-        cluster_id=sim.cluster_id, voter_id=key.id, voter_directory_id=directory
-    )
-
-
-def admin_answer(sim: Simulation, cid: int, message: object) -> None:
-    if sim.admin_pending.pop(cid, None) is None:
-        return
-    code = getattr(message, "error_code", -1)
-    sim.admin_answers[code] = sim.admin_answers.get(code, 0) + 1
-    sim.record(f"{sim.now} admin-answer {cid} {code}\n")
-
-
-def lost_since_ack(sim: Simulation, voter: int, st: LeaderState, hw: int) -> bool:
-    """Voter `voter` acknowledged offset hw-1 to this leader, and its disk was wiped since
-    (its replica runs under another directory id than the voter's key)."""
-    progress = st.data.progress.voters.get(voter)
-    if progress is None or progress.end_offset is None or progress.end_offset < hw:
-        return False
-    return progress.directory_id is not None and progress.directory_id != sim.directory_ids[voter]
-
-
-def wipe_keeps_majority(sim: Simulation, victim: int) -> bool:
-    """Would every voter set in play (each replica's newest) keep a majority, plus one, of
-    voters whose replica still runs under the voter's directory id once `victim` is wiped?"""
-    sets = [n.voters for n in sim.nodes.values() if n is not None] or [sim.voter_set]
-    for voters in sets:
-        intact = sum(
-            1
-            for k in voters.nodes
-            if k.key.id != victim and sim.directory_ids[k.key.id] == k.key.directory_id
-        )
-        # One intact voter to spare: a wipe must not bring the quorum to its limit, where one
-        # more unavailable voter (e.g. a leader that removed itself, with an uncommitted tail,
-        # cannot campaign and refuses shorter logs) stops it (five-membership seed 131 under
-        # the plain-majority rule: no leader after the faults stopped).
-        if intact < voters.majority + 1:
-            return False
-    return True
-
-
-def final_checks(sim: Simulation) -> None:
-    """Liveness: every change a replica accepted was answered (commit, error, expiry or the
-    loss of leadership), unless that replica crashed since (its connection dropped)."""
-    for cid, (nid, incarnation) in sorted(sim.admin_pending.items()):
-        if sim.nodes[nid] is not None and sim.incarnation[nid] == incarnation:
-            sim.checker.fail("membership-liveness", f"request {cid} to node {nid} never answered")
-
-
-# --- invariants ----------------------------------------------------------------------------
-def on_append(sim: Simulation, nid: int, node: RaftNode, entries: tuple[LogEntry, ...]) -> None:
-    checker = sim.checker
-    # A leader's opening batch (LeaderChange [+ KRaftVersion + Voters]) restates the set.
-    opening = any(e.kind is EntryKind.LEADER_CHANGE for e in entries)
-    for e in entries:
-        if e.kind is not EntryKind.KRAFT_VOTERS or not isinstance(e.control, VotersRecord):
-            continue
-        before = node.control.voters_at(e.offset - 1).voter_ids
-        after = frozenset(v.voter_id for v in e.control.voters)
-        if len(before ^ after) > 1:
-            checker.fail(
-                "voter-change-single",
-                f"node {nid} offset {e.offset}: voters {sorted(before)} -> {sorted(after)}",
+    def __init__(self, world: World, voter_ids: list[int], enabled: bool) -> None:
+        self.world = world
+        self.enabled = enabled
+        self.bootstrap_ids = frozenset(voter_ids)
+        # Directory ids (a wipe draws a new one), drawn from the run's RNG in id order.
+        self.directory_ids: dict[int, str | None] = dict.fromkeys(world.all_ids)
+        if enabled:
+            for n in world.all_ids:
+                self.directory_ids[n] = self.new_directory_id()
+        self.voter_set = (
+            VoterSet.from_nodes(
+                VoterNode(ReplicaKey(i, self.directory_ids[i]), (endpoint_of(i),), 0, 1)
+                for i in voter_ids
             )
-        st = node.state
-        own_term_change = isinstance(st, LeaderState) and e.epoch == st.epoch and not opening
-        if own_term_change:
-            assert isinstance(st, LeaderState)
-            if st.data.progress.high_watermark is None:
+            if enabled
+            else VoterSet.of(voter_ids)
+        )
+        # KIP-853 bootstrap servers: a request to a pseudo-id goes to the node at its endpoint
+        # and its answer comes back from the pseudo-id (`route`, `answer_source`).
+        self.pseudo: dict[tuple[int, int], int] = {}
+        self.admin_pending: dict[int, tuple[int, int]] = {}  # cid -> (node, incarnation)
+        self.admin_answers: dict[int, int] = {}  # error code -> count
+        self.next_admin_cid = 0
+        self.committed_voters: list[tuple[int, frozenset[int]]] = []
+        self.committed_scanned = 0
+        self.leader_checked: dict[int, int] = {}  # node -> epoch whose election was checked
+        self.removed_leader_since: dict[tuple[int, int], int] = {}
+
+    # --- identity and addresses ------------------------------------------------------------
+    def new_directory_id(self) -> str:
+        rng = self.world.rng
+        return str(Uuid(rng.getrandbits(63), rng.getrandbits(63)))
+
+    def local_endpoints(self, nid: int) -> tuple[ListenerEndpoint, ...]:
+        return (endpoint_of(nid),) if self.enabled else ()
+
+    def bootstrap_servers(self) -> tuple[ListenerEndpoint, ...]:
+        """kraft.version 1 mixes: every replica is configured with every node's address as
+        `controller.quorum.bootstrap.servers` (the core discovers the leader through pseudo-ids)."""
+        return tuple(endpoint_of(n) for n in self.world.all_ids) if self.enabled else ()
+
+    def route(self, nid: int, request: SendRequest) -> int:
+        """The replica a request goes to: a pseudo-id (< -1) is the node at its endpoint, and
+        the answer is to come back from the pseudo-id (`answer_source`)."""
+        if request.destination >= -1 or request.endpoint is None:
+            return request.destination
+        real = request.endpoint.port - BASE_PORT  # `endpoint_of`'s inverse
+        self.pseudo[(nid, request.correlation_id)] = request.destination
+        return real
+
+    def answer_source(self, requester: int, cid: int, replica: int) -> int:
+        """The id an answer to `requester`'s request `cid` comes from (its pseudo-id, if any)."""
+        return self.pseudo.get((requester, cid), replica)
+
+    def replace_disk(self, nid: int) -> None:
+        """A wiped replica is a new one: a new directory id (the checker forgets its votes)."""
+        self.directory_ids[nid] = self.new_directory_id()
+        self.world.checker.on_wipe(nid)
+
+    # --- the operator ----------------------------------------------------------------------
+    def operator_action(self) -> None:
+        """One operator request to the newest leader (the next one is scheduled here too)."""
+        w = self.world
+        p = w.params
+        rng = w.rng
+        if w.now + p.membership_interval_ms < p.fault_end_ms:
+            w.push(w.now + p.membership_interval_ms, Kind.MEMBERSHIP, 0, None)
+        leader = w.current_leader()
+        if leader is None:
+            return
+        node = w.nodes[leader]
+        assert node is not None
+        voters = node.voters
+        request: object
+        # A voter whose replica now runs under another directory id (a wiped disk): replace it.
+        ids = self.directory_ids
+        stale = [n.key for n in voters.nodes if ids[n.key.id] != n.key.directory_id]
+        missing = [i for i in w.all_ids if i not in voters]
+        roll = rng.random()
+        if stale and len(voters) > 1:
+            request = self._remove(stale[0])
+        elif missing and (roll < 0.6 or len(voters) <= 2):
+            nid = missing[rng.randrange(len(missing))]
+            ep = endpoint_of(nid)
+            directory = ids[nid]
+            assert directory is not None  # every replica of a kraft.version 1 run has one
+            request = AddRaftVoterRequestData(
+                cluster_id=w.cluster_id,
+                voter_id=nid,
+                voter_directory_id=Uuid.from_string(directory),
+                listeners=[
+                    AddRaftVoterRequestData.Listener(name=ep.name, host=ep.host, port=ep.port)
+                ],
+                ack_when_committed=rng.random() < 0.8,
+            )
+        elif len(voters) > 2:
+            request = self._remove(voters.voter_keys()[rng.randrange(len(voters))])
+        else:
+            return
+        self.next_admin_cid += 1
+        w.record(f"{w.now} admin {leader} {self.next_admin_cid} {type(request).__name__}\n")
+        w.push(w.now + 1, Kind.REQUEST, leader, (ADMIN, self.next_admin_cid, request))
+
+    def _remove(self, key: ReplicaKey) -> RemoveRaftVoterRequestData:
+        directory = Uuid.ZERO if key.directory_id is None else Uuid.from_string(key.directory_id)
+        return RemoveRaftVoterRequestData(
+            cluster_id=self.world.cluster_id, voter_id=key.id, voter_directory_id=directory
+        )
+
+    def admin_received(self, nid: int, cid: int) -> None:
+        """Replica `nid` (running) took the operator's request `cid`."""
+        self.admin_pending[cid] = (nid, self.world.incarnation[nid])
+
+    def admin_answer(self, cid: int, message: object) -> None:
+        if self.admin_pending.pop(cid, None) is None:
+            return
+        code = getattr(message, "error_code", -1)
+        self.admin_answers[code] = self.admin_answers.get(code, 0) + 1
+        self.world.record(f"{self.world.now} admin-answer {cid} {code}\n")
+
+    def lost_since_ack(self, voter: int, st: LeaderState, hw: int) -> bool:
+        """Voter `voter` acknowledged offset hw-1 to this leader, and its disk was wiped since
+        (its replica runs under another directory id than the voter's key)."""
+        progress = st.data.progress.voters.get(voter)
+        if progress is None or progress.end_offset is None or progress.end_offset < hw:
+            return False
+        directory = progress.directory_id
+        return directory is not None and directory != self.directory_ids[voter]
+
+    def wipe_keeps_majority(self, victim: int) -> bool:
+        """Would every voter set in play (each replica's newest) keep a majority, plus one, of
+        voters whose replica still runs under the voter's directory id once `victim` is wiped?"""
+        nodes = self.world.nodes
+        sets = [n.voters for n in nodes.values() if n is not None] or [self.voter_set]
+        ids = self.directory_ids
+        for voters in sets:
+            intact = sum(
+                1
+                for k in voters.nodes
+                if k.key.id != victim and ids[k.key.id] == k.key.directory_id
+            )
+            # One intact voter to spare: a wipe must not bring the quorum to its limit, where
+            # one more unavailable voter (e.g. a leader that removed itself, with an
+            # uncommitted tail, cannot campaign and refuses shorter logs) stops it
+            # (five-membership seed 131 under the plain-majority rule: no leader after the
+            # faults stopped).
+            if intact < voters.majority + 1:
+                return False
+        return True
+
+    def final_checks(self) -> None:
+        """Liveness: every change a replica accepted was answered (commit, error, expiry or the
+        loss of leadership), unless that replica crashed since (its connection dropped)."""
+        w = self.world
+        for cid, (nid, incarnation) in sorted(self.admin_pending.items()):
+            if w.nodes[nid] is not None and w.incarnation[nid] == incarnation:
+                w.checker.fail("membership-liveness", f"request {cid} to node {nid} never answered")
+
+    # --- invariants ------------------------------------------------------------------------
+    def on_append(self, nid: int, node: RaftNode, entries: tuple[LogEntry, ...]) -> None:
+        checker = self.world.checker
+        # A leader's opening batch (LeaderChange [+ KRaftVersion + Voters]) restates the set.
+        opening = any(e.kind is EntryKind.LEADER_CHANGE for e in entries)
+        for e in entries:
+            if e.kind is not EntryKind.KRAFT_VOTERS or not isinstance(e.control, VotersRecord):
+                continue
+            before = node.control.voters_at(e.offset - 1).voter_ids
+            after = frozenset(v.voter_id for v in e.control.voters)
+            if len(before ^ after) > 1:
                 checker.fail(
-                    "voter-change-own-epoch",
-                    f"leader {nid} appended a voter change at {e.offset} before its epoch's HW",
+                    "voter-change-single",
+                    f"node {nid} offset {e.offset}: voters {sorted(before)} -> {sorted(after)}",
                 )
+            st = node.state
+            own_term_change = isinstance(st, LeaderState) and e.epoch == st.epoch and not opening
+            if own_term_change:
+                assert isinstance(st, LeaderState)
+                if st.data.progress.high_watermark is None:
+                    checker.fail(
+                        "voter-change-own-epoch",
+                        f"leader {nid} appended a voter change at {e.offset} before its epoch's HW",
+                    )
 
+    def after_step(self, nid: int, node: RaftNode) -> None:
+        checker = self.world.checker
+        st = node.state
+        if isinstance(st, ProspectiveState | CandidateState) and not node.is_voter:
+            checker.fail("non-voter-campaigns", f"node {nid} ({node.local_key()}) campaigns")
+        if isinstance(st, LeaderState):
+            self._check_leader(nid, node, st)
+        committed = checker.committed
+        hw_node = node.high_watermark
+        if hw_node is not None and committed:
+            at = min(hw_node, node.log.end_offset, len(committed)) - 1
+            if at >= node.log.start_offset and at >= 0:
+                expected = self._committed_voters_at(at)
+                if expected is not None and node.control.voters_at(at).voter_ids != expected:
+                    checker.fail(
+                        "voter-set-agreement",
+                        f"node {nid} voters at {at}: {node.control.voters_at(at).sorted_ids()}, "
+                        f"committed log says {sorted(expected)}",
+                    )
 
-def after_step(sim: Simulation, nid: int, node: RaftNode) -> None:
-    checker = sim.checker
-    st = node.state
-    if isinstance(st, ProspectiveState | CandidateState) and not node.is_voter:
-        checker.fail("non-voter-campaigns", f"node {nid} ({node.local_key()}) campaigns")
-    if isinstance(st, LeaderState):
-        if sim.leader_checked.get(nid) != st.epoch:
+    def _check_leader(self, nid: int, node: RaftNode, st: LeaderState) -> None:
+        checker = self.world.checker
+        now = self.world.now
+        if self.leader_checked.get(nid) != st.epoch:
             # An elected leader's granting voters (itself included) are a majority of the voter
             # set in its log when it won.
-            sim.leader_checked[nid] = st.epoch
+            self.leader_checked[nid] = st.epoch
             voters = node.voters
             granted = st.granting_voters & voters.voter_ids
             if node.is_voter and len(granted) < voters.majority:
@@ -231,12 +289,12 @@ def after_step(sim: Simulation, nid: int, node: RaftNode) -> None:
         hw = st.data.progress.high_watermark
         if not node.is_voter and hw is not None and node.control.latest_voters_offset() < hw:
             # A leader whose removal is committed resigns at its next poll.
-            since = sim.removed_leader_since.setdefault((nid, st.epoch), sim.now)
-            if sim.now - since > REMOVED_LEADER_BOUND_MS:
+            since = self.removed_leader_since.setdefault((nid, st.epoch), now)
+            if now - since > REMOVED_LEADER_BOUND_MS:
                 checker.fail(
                     "removed-leader-resigns",
                     f"leader {nid} still leads epoch {st.epoch} "
-                    f"{sim.now - since} ms after its removal committed",
+                    f"{now - since} ms after its removal committed",
                 )
         first = max(0 if hw is None else hw, len(checker.committed))
         pending = node.control.voter_history.changes_from(first)
@@ -244,29 +302,16 @@ def after_step(sim: Simulation, nid: int, node: RaftNode) -> None:
             checker.fail(
                 "one-uncommitted-voter-set", f"leader {nid} has {pending} voter sets above its HW"
             )
-    committed = checker.committed
-    hw_node = node.high_watermark
-    if hw_node is not None and committed:
-        at = min(hw_node, node.log.end_offset, len(committed)) - 1
-        if at >= node.log.start_offset and at >= 0:
-            expected = _committed_voters_at(sim, at)
-            if expected is not None and node.control.voters_at(at).voter_ids != expected:
-                checker.fail(
-                    "voter-set-agreement",
-                    f"node {nid} voters at {at}: {node.control.voters_at(at).sorted_ids()}, "
-                    f"committed log says {sorted(expected)}",
-                )
 
-
-def _committed_voters_at(sim: Simulation, at: int) -> frozenset[int]:
-    """The voter ids as of offset `at` by the committed log alone (an index of its
-    VotersRecords, extended as the committed prefix grows)."""
-    committed = sim.checker.committed
-    index = sim.committed_voters
-    for o in range(sim.committed_scanned, len(committed)):
-        e = committed[o]
-        if e.kind is EntryKind.KRAFT_VOTERS and isinstance(e.control, VotersRecord):
-            index.append((o, frozenset(v.voter_id for v in e.control.voters)))
-    sim.committed_scanned = len(committed)
-    i = bisect_right(index, at, key=lambda x: x[0])
-    return index[i - 1][1] if i else sim.bootstrap_ids
+    def _committed_voters_at(self, at: int) -> frozenset[int]:
+        """The voter ids as of offset `at` by the committed log alone (an index of its
+        VotersRecords, extended as the committed prefix grows)."""
+        committed = self.world.checker.committed
+        index = self.committed_voters
+        for o in range(self.committed_scanned, len(committed)):
+            e = committed[o]
+            if e.kind is EntryKind.KRAFT_VOTERS and isinstance(e.control, VotersRecord):
+                index.append((o, frozenset(v.voter_id for v in e.control.voters)))
+        self.committed_scanned = len(committed)
+        i = bisect_right(index, at, key=lambda x: x[0])
+        return index[i - 1][1] if i else self.bootstrap_ids
