@@ -5,9 +5,10 @@ completion, a timer, a client append). Measured with CPU time of this process (o
 
 - sim events/s: whole simulation (core + network + disk + invariants after every event);
 - core events/s: the time spent inside `RaftNode.handle` only;
-- seeds/s: the 2,000-seed CI campaign's mix proportions, scaled down to `--seeds`.
+- seeds/s: the 2,000-seed CI campaign's mix proportions, scaled down to `--seeds`, or one mix
+  (`--mix membership`: its first `--seeds` seeds).
 
-    .venv/bin/python bench/sim_bench.py [--seeds N] [--json]
+    .venv/bin/python bench/sim_bench.py [--seeds N] [--mix MIX] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ CI_MIX = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=200, help="seeds in all (default 200)")
+    parser.add_argument("--mix", help="one mix of metaquorum.sim.params.MIXES instead")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -53,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
     total = sum(CI_MIX.values())
     plan = [(mix, max(1, round(args.seeds * n / total))) for mix, n in CI_MIX.items()]
+    if args.mix:
+        plan = [(args.mix, args.seeds)]
     # Pass 1: whole simulation, untimed core.
     events = seeds = violations = 0
     start = time.process_time()

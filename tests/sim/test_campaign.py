@@ -1,8 +1,14 @@
-"""The simulation campaign of `make sim`: >= 2,000 seeds across fault mixes, zero violations.
+"""The simulation campaign: seeds across every fault mix, zero violations.
 
 Every seed runs the same core through a fault mix (see `metaquorum.sim.params.MIXES`) with all
 invariants checked after every event and liveness checked after the faults stop. A failing
 seed is reproduced with `python -m metaquorum.sim --seed N --scenario S --trace`.
+
+Two sizes of one campaign: `make sim` (CI, in `make test`) runs `CI` seeds of each mix, ~1,800
+in all; `make sim-long` (marker `sim_long`, not in `make test`) runs the full `LONG` campaign,
+4,250 seeds (2,000 of them with KIP-853 membership changes and disk wipes). Either is cut into
+short items of `CHUNK` seeds (a few seconds of CPU each here) so pytest-xdist balances them over
+the cores and no item comes near pytest's timeout on a slower machine.
 """
 
 from __future__ import annotations
@@ -18,50 +24,89 @@ from metaquorum.sim.params import MIXES
 
 pytestmark = pytest.mark.simulation
 
-# (mix, number of seeds): 2,000 seeds in all; 3 and 5 voters, with and without observers.
-CAMPAIGN = [
-    ("calm", 100),
-    ("partitions", 300),
-    ("crashes", 300),
-    ("chaos", 350),
-    ("five-chaos", 300),
-    ("observers", 200),
-    ("snapshots", 250),
-    ("disk-faults", 200),
-    ("stable-leadership", 150),
-    ("five-stable-leadership", 100),
-]
-# KIP-853 (issue 14): 2,000 more seeds with dynamic voter sets (add, remove, replace a wiped
-# voter, remove the leader) under crashes, partitions and disk wipes, 3 and 5 voters.
-MEMBERSHIP_CAMPAIGN = [("membership", 1000), ("five-membership", 1000)]
-CAMPAIGN += MEMBERSHIP_CAMPAIGN
+# mix: (seeds in CI, seeds in the long campaign, seeds per item). An item is sized to ~4-5 s of
+# one idle core here (`--durations=0`), ~10-20 s on a machine 2-4x slower.
+PLAN: dict[str, tuple[int, int, int]] = {
+    "calm": (50, 100, 50),
+    "partitions": (150, 300, 75),
+    "crashes": (150, 300, 75),
+    "chaos": (225, 350, 75),
+    "five-chaos": (160, 300, 40),
+    "observers": (100, 200, 50),
+    "snapshots": (120, 250, 60),
+    "disk-faults": (120, 200, 60),
+    "stable-leadership": (150, 150, 150),
+    "five-stable-leadership": (60, 100, 60),
+    # KIP-853 (issue 14): dynamic voter sets (add, remove, replace a wiped voter, remove the
+    # leader) under crashes, partitions and disk wipes, 3 and 5 voters.
+    "membership": (280, 1000, 35),
+    "five-membership": (245, 1000, 35),
+}
+MEMBERSHIP_MIXES = ("membership", "five-membership")
+CI = {mix: ci for mix, (ci, _, _) in PLAN.items()}
+LONG = {mix: long for mix, (_, long, _) in PLAN.items()}
+CHUNK = {mix: chunk for mix, (_, _, chunk) in PLAN.items()}
 
 
-def test_campaign_covers_2000_seeds_of_both_sizes() -> None:
-    assert sum(n for _, n in CAMPAIGN) - sum(n for _, n in MEMBERSHIP_CAMPAIGN) >= 2000
-    assert sum(n for _, n in MEMBERSHIP_CAMPAIGN) >= 2000
-    assert {MIXES[m].voters for m, _ in MEMBERSHIP_CAMPAIGN} == {3, 5}
-    assert all(MIXES[m].mix.wipe and MIXES[m].kraft_version == 1 for m, _ in MEMBERSHIP_CAMPAIGN)
+def items(seeds: dict[str, int], *marks: pytest.MarkDecorator) -> list[object]:
+    """One pytest item per `CHUNK[mix]` consecutive seeds, `mix:first-stop` as its id."""
+    out: list[object] = []
+    for mix, n in seeds.items():
+        for first in range(0, n, CHUNK[mix]):
+            stop = min(n, first + CHUNK[mix])
+            out.append(pytest.param(mix, first, stop, id=f"{mix}:{first}-{stop}", marks=marks))
+    return out
+
+
+def test_campaigns_cover_every_mix_with_3_and_5_voters() -> None:
+    for campaign in (CI, LONG):
+        assert set(campaign) == set(MIXES)  # every mix, 3 and 5 voters, with observers
+        assert {MIXES[m].voters for m in campaign} == {3, 5}
+        assert any(MIXES[m].observers for m in campaign)
+        assert all(campaign[m] >= 50 for m in campaign)
+    static = [m for m in PLAN if m not in MEMBERSHIP_MIXES]
+    assert sum(CI[m] for m in static) >= 1200 and sum(CI[m] for m in MEMBERSHIP_MIXES) >= 500
+    assert sum(LONG[m] for m in static) >= 2000 and sum(LONG[m] for m in MEMBERSHIP_MIXES) >= 2000
+    assert all(CI[m] <= LONG[m] for m in PLAN)  # the long campaign runs CI's seeds too
+    assert {MIXES[m].voters for m in MEMBERSHIP_MIXES} == {3, 5}
+    assert all(MIXES[m].mix.wipe and MIXES[m].kraft_version == 1 for m in MEMBERSHIP_MIXES)
     every_fault = {"isolate", "one_way", "split", "crash", "pause", "wipe", "disk_fail"}
-    assert {k for m, _ in MEMBERSHIP_CAMPAIGN for k, _ in MIXES[m].mix.weights()} == every_fault
-    assert {MIXES[m].voters for m, _ in CAMPAIGN} == {3, 5}
-    assert any(MIXES[m].observers for m, _ in CAMPAIGN)
+    assert {k for m in MEMBERSHIP_MIXES for k, _ in MIXES[m].mix.weights()} == every_fault
 
 
-@pytest.mark.parametrize(("mix", "seeds"), CAMPAIGN)
-def test_no_violations(mix: str, seeds: int) -> None:
+def test_items_cover_each_seed_once_in_short_chunks() -> None:
+    for campaign in (CI, LONG):
+        seen: dict[str, list[int]] = {m: [] for m in campaign}
+        for param in items(campaign):
+            mix, first, stop = param.values  # type: ignore[attr-defined]
+            assert 0 < stop - first <= CHUNK[mix]
+            seen[mix].extend(range(first, stop))
+        assert seen == {m: list(range(n)) for m, n in campaign.items()}
+
+
+def _run_seeds(mix: str, first: int, stop: int) -> None:
     failures = []
     elections = 0
-    for seed in range(seeds):
+    for seed in range(first, stop):
         result, _ = run_scenario(mix, seed)
         elections += result.elections
         if result.violations:
             failures.append((seed, result.violations[0]))
     assert not failures, (
-        f"{len(failures)} of {seeds} seeds broke an invariant; first: {failures[0]} "
+        f"{len(failures)} of seeds {first}-{stop - 1} broke an invariant; first: {failures[0]} "
         f"(replay: python -m metaquorum.sim --seed {failures[0][0]} --scenario {mix} --trace)"
     )
-    assert elections >= seeds  # every seed elected at least one leader
+    assert elections >= stop - first  # every seed elected at least one leader
+
+
+@pytest.mark.parametrize(("mix", "first", "stop"), items(CI))
+def test_no_violations(mix: str, first: int, stop: int) -> None:
+    _run_seeds(mix, first, stop)
+
+
+@pytest.mark.parametrize(("mix", "first", "stop"), items(LONG, pytest.mark.sim_long))
+def test_no_violations_long(mix: str, first: int, stop: int) -> None:
+    _run_seeds(mix, first, stop)
 
 
 def test_disk_faults_stop_the_replica_at_the_failed_fsync() -> None:
