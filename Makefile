@@ -71,7 +71,7 @@ scenarios: setup
 
 # The seeded simulations are CPU-bound and independent: one pytest-xdist worker per core.
 SIM_WORKERS ?= auto
-# `make sim` (in make test) runs the CI campaign, ~1,800 seeds in short items; `make sim-long`
+# `make sim` (in make test) runs the CI campaign, 1,350 seeds in short items; `make sim-long`
 # the full campaign, 4,250 seeds (tests/sim/test_campaign.py), not in make test.
 sim: setup
 	$(call run_tier,simulation,simulation and not sim_long,-n $(SIM_WORKERS))
