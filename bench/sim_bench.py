@@ -5,7 +5,7 @@ completion, a timer, a client append). Measured with CPU time of this process (o
 
 - sim events/s: whole simulation (core + network + disk + invariants after every event);
 - core events/s: the time spent inside `RaftNode.handle` only;
-- seeds/s: the 2,000-seed CI campaign's mix proportions, scaled down to `--seeds`, or one mix
+- seeds/s: the full campaign's static mixes in proportion, scaled down to `--seeds`, or one mix
   (`--mix membership`: its first `--seeds` seeds).
 
     .venv/bin/python bench/sim_bench.py [--seeds N] [--mix MIX] [--json]
@@ -21,7 +21,7 @@ import time
 from metaquorum.core.node import RaftNode
 from metaquorum.sim.api import run_scenario
 
-# The CI campaign (tests/sim/test_campaign.py): mix -> share of the seeds.
+# Mix -> share of the seeds: the full campaign's static mixes (tests/sim/test_campaign.py LONG).
 CI_MIX = {
     "calm": 100,
     "partitions": 300,
