@@ -18,9 +18,9 @@ from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     maybe_handle_common_response,
     quorum_partition,
+    request_prelude,
     response_failed,
     to_error,
     validate_voter_only_request,
@@ -97,12 +97,13 @@ def handle_end_quorum_epoch_request(ctx: RaftContext, event: RequestReceived) ->
     def respond(message: EndQuorumEpochResponseData) -> None:
         ctx.emit(SendResponse(event.source, event.correlation_id, message))
 
-    if not has_valid_cluster_id(ctx, request.cluster_id):
-        respond(EndQuorumEpochResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    p = quorum_partition(request.topics, ctx.local.topic.name)
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        quorum_partition(request.topics, ctx.local.topic.name),
+        lambda error: respond(EndQuorumEpochResponseData(error_code=int(error))),
+    )
     if p is None:
-        respond(EndQuorumEpochResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
     error = validate_voter_only_request(ctx, p.leader_id, p.leader_epoch)
     if error != Errors.NONE:

@@ -31,9 +31,9 @@ from metaquorum.core.log import LogEntry, ValidationKind
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     maybe_handle_common_response,
     replica_key,
+    request_prelude,
     response_failed,
     single_partition,
     to_error,
@@ -299,17 +299,18 @@ def handle_fetch_request(ctx: RaftContext, event: RequestReceived) -> None:
     def respond(message: FetchResponseData, entries: tuple[LogEntry, ...] = ()) -> None:
         ctx.emit(SendResponse(event.source, event.correlation_id, message, entries))
 
-    if not has_valid_cluster_id(ctx, request.cluster_id):
-        respond(FetchResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    p = single_partition(
-        request.topics,
-        lambda t: t.topic_id == ctx.local.topic.id,
-        lambda t: t.partitions,
-        lambda p: p.partition,
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        single_partition(
+            request.topics,
+            lambda t: t.topic_id == ctx.local.topic.id,
+            lambda t: t.partitions,
+            lambda p: p.partition,
+        ),
+        lambda error: respond(FetchResponseData(error_code=int(error))),
     )
     if p is None:
-        respond(FetchResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
     if (
         request.max_wait_ms < 0

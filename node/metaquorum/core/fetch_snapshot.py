@@ -24,9 +24,9 @@ from metaquorum.core.log import Snapshot
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     maybe_handle_common_response,
     replica_key,
+    request_prelude,
     response_failed,
     to_error,
     validate_leader_only_request,
@@ -106,14 +106,16 @@ def handle_fetch_snapshot_request(ctx: RaftContext, event: RequestReceived) -> N
     def respond(message: FetchSnapshotResponseData) -> None:
         ctx.emit(SendResponse(event.source, event.correlation_id, message))
 
-    if not has_valid_cluster_id(ctx, request.cluster_id):
-        respond(FetchSnapshotResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
-        respond(FetchSnapshotResponseData(error_code=int(Errors.INVALID_REQUEST)))
+    one = len(request.topics) == 1 and len(request.topics[0].partitions) == 1
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        request.topics[0].partitions[0] if one else None,
+        lambda error: respond(FetchSnapshotResponseData(error_code=int(error))),
+    )
+    if p is None:
         return
     topic = request.topics[0]
-    p = topic.partitions[0]
     if topic.name != ctx.local.topic.name or p.partition != PARTITION:
         respond(build_fetch_snapshot_response(ctx, Errors.UNKNOWN_TOPIC_OR_PARTITION))
         return

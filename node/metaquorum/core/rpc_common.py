@@ -96,6 +96,26 @@ def has_valid_cluster_id(ctx: RaftContext, cluster_id: str | None) -> bool:
     return cluster_id is None or cluster_id == ctx.local.cluster_id
 
 
+def request_prelude(
+    ctx: RaftContext,
+    cluster_id: str | None,
+    partition: P | None,
+    reject: Callable[[Errors], None],
+) -> P | None:
+    """The checks every single-partition KRaft request starts with, in Kafka's order
+    (`handleXRequest`: `hasValidClusterId`, then `hasValidTopicPartition`): the request's
+    partition, or None after `reject` answered INCONSISTENT_CLUSTER_ID or INVALID_REQUEST as
+    the RPC's top-level error. The epoch checks come next (`validate_voter_only_request` or
+    `validate_leader_only_request`), answered in the RPC's partition-level form."""
+    if not has_valid_cluster_id(ctx, cluster_id):
+        reject(Errors.INCONSISTENT_CLUSTER_ID)
+        return None
+    if partition is None:
+        reject(Errors.INVALID_REQUEST)
+        return None
+    return partition
+
+
 def validate_voter_only_request(ctx: RaftContext, remote_id: int, remote_epoch: int) -> Errors:
     """Kafka's `validateVoterOnlyRequest`."""
     if remote_epoch < ctx.state.epoch:

@@ -31,11 +31,11 @@ from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     is_valid_voter_key,
     maybe_handle_common_response,
     quorum_partition,
     replica_key,
+    request_prelude,
     response_failed,
     to_error,
     validate_voter_only_request,
@@ -91,12 +91,13 @@ def _respond(ctx: RaftContext, event: RequestReceived, message: object) -> None:
 def handle_vote_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, VoteRequestData)
-    if not has_valid_cluster_id(ctx, request.cluster_id):
-        _respond(ctx, event, VoteResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    p = quorum_partition(request.topics, ctx.local.topic.name)
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        quorum_partition(request.topics, ctx.local.topic.name),
+        lambda error: _respond(ctx, event, VoteResponseData(error_code=int(error))),
+    )
     if p is None:
-        _respond(ctx, event, VoteResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
     pre_vote = p.pre_vote
     illegal_epoch = (
