@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from metaquorum.core import discovery
-from metaquorum.core.context import random_election_timeout_ms
+from metaquorum.core.context import NEVER, random_election_timeout_ms
+from metaquorum.core.leader_data import LeaderData
 from metaquorum.core.states import (
     CandidateState,
     FollowerState,
@@ -88,6 +89,22 @@ def candidate(ctx: RaftContext) -> CandidateState:
     tally = VoteTally.start(ctx.voters.voter_ids, ctx.local.id)
     deadline = ctx.now_ms + random_election_timeout_ms(ctx)
     return CandidateState(st.epoch + 1, deadline, tally, retries, high_watermark=ctx.high_watermark)
+
+
+def leader(ctx: RaftContext) -> LeaderState:
+    """Candidate -> Leader: a new term's data (progress from the log's end, the batch
+    accumulator, the purgatory) and the check-quorum timer (never, for the only voter)."""
+    st = ctx.state
+    assert isinstance(st, CandidateState)
+    start = ctx.log.end_offset
+    single = len(ctx.voters) <= 1
+    cq = NEVER if single else ctx.now_ms + ctx.config.check_quorum_timeout_ms
+    data = LeaderData(ctx.local.id, ctx.voters.voter_keys(), start, ctx.config)
+    if ctx.control.latest_kraft_version() < 1:
+        # KIP-853 upgrade: the leader's own entry now, the others' from UpdateRaftVoter.
+        local = ctx.voters.update_voter_ignoring_directory_id(ctx.local.voter_node())
+        data.volatile_voters = local or ctx.voters
+    return LeaderState(st.epoch, start, st.tally.granted, cq, ctx.now_ms, data)
 
 
 def resigned(ctx: RaftContext) -> ResignedState:

@@ -61,7 +61,6 @@ from metaquorum.core.events import (
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
-from metaquorum.core.leader_data import LeaderData
 from metaquorum.core.local_replica import LocalReplica
 from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
@@ -69,7 +68,6 @@ from metaquorum.core.read_lease import holds_read_lease
 from metaquorum.core.request_manager import RequestManager
 from metaquorum.core.rng import RandomSource
 from metaquorum.core.states import (
-    CandidateState,
     ElectionState,
     EpochState,
     FollowerState,
@@ -327,20 +325,13 @@ class RaftNode:
         self.transition_to(next_state.candidate(self))
 
     def transition_to_leader(self) -> None:
-        st = self.state
-        assert isinstance(st, CandidateState)
-        start = self.log.end_offset
-        cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
-        data = LeaderData(self.local.id, self.voters.voter_keys(), start, self.config)
-        if self.control.latest_kraft_version() < 1:
-            # KIP-853 upgrade: the leader's own entry now, the others' from UpdateRaftVoter.
-            local = self.voters.update_voter_ignoring_directory_id(self.local.voter_node())
-            data.volatile_voters = local or self.voters
-        self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
+        leader = next_state.leader(self)
+        self.transition_to(leader)
         # KIP-595 / KIP-853: LeaderChange [+ KRaftVersion + Voters] (core/epoch_start.py).
-        append_path.append_as_leader(
-            self, epoch_start.start_of_epoch_entries(self, start, st.epoch, st.tally.granted)
+        entries = epoch_start.start_of_epoch_entries(
+            self, leader.epoch_start_offset, leader.epoch, leader.granting_voters
         )
+        append_path.append_as_leader(self, entries)
 
     def resign(self) -> None:
         """Leader -> Resigned (check-quorum expiry or graceful shutdown)."""
