@@ -27,8 +27,9 @@ the endpoint CONTROLLER://h<i>:<9090+i> (tests/scenarios/reconfig_commands.py).
 
 Commands (`ids=` and the filters take comma lists; no argument means every replica):
 - `advance ms=N`: move the clock; every replica whose deadline passes is polled at its deadline,
-  earliest first (ties by id). `timeout [id=N]`: advance to the earliest deadline (of replica N).
-  `poll ids=...`: poll now.
+  earliest first (ties by id); a poll with no effect prints nothing. `timeout [id=N]`: run the
+  clock deadline by deadline until a timer of replica N (of any replica) fires with an effect.
+  `poll ids=...`: poll now (as the driver's next loop iteration or next event would).
 - `deliver [from=] [to=] [type=]`: deliver the matching queued messages, oldest first; what they
   cause is queued, not delivered. `drop [from=] [to=] [type=]`: lose them (no reply ever comes;
   the requester's own request timeout covers it). `type` is the first word of a message's
@@ -490,7 +491,8 @@ class Env:
         n = rep.node
         role = n.state.role.value
         hw = n.high_watermark
-        member = "voter" if n.is_voter else "observer"
+        own = ReplicaKey(rep.nid, str(reconfig.directory(str(rep.nid), rep.nid)))
+        member = "voter" if n.voters.is_voter(own) else "observer"
         return (
             f"{role} epoch={n.epoch} leader={n.leader_id} {member} "
             f"voters={_ids_text(n.voters.sorted_ids())} leo={n.log.end_offset} "
