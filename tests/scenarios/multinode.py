@@ -14,51 +14,15 @@ them. Regenerate with `python -m tests.scenarios.runner --rewrite` (which rewrit
 or `python -m tests.scenarios.multinode --rewrite [file ...]`, or `METAQUORUM_REWRITE=1 pytest
 tests/scenarios`; then read the diff against Kafka's rules.
 
-Replicas (as `kafka-storage format` leaves them): replica i has directory id `Uuid(7, i)` and
-the endpoint CONTROLLER://h<i>:<9090+i> (tests/scenarios/reconfig_commands.py).
-- `add-replicas ids=1,2,3 initial-controllers=1,2,3` (`format --initial-controllers`): a
-  bootstrap voter set with directory ids and endpoints, kraft.version 1;
-  `add-replicas ids=1 standalone` (`format --standalone`): the voter set is the replica alone;
-  `add-replicas ids=4 no-initial-controllers bootstrap=1,2,3` (`--no-initial-controllers`): no
-  voter set, kraft.version 0 until the log says otherwise, the leader found through
-  `controller.quorum.bootstrap.servers` (Kafka's pseudo-ids -2, -3, ... in that order).
-  `bootstrap=...` may be given to any replica; `seed=N` (default 0) seeds its rng
-  (`random.Random(1000 * seed + id)`).
-
-Commands (`ids=` and the filters take comma lists; no argument means every replica):
-- `advance ms=N`: move the clock; every replica whose deadline passes is polled at its deadline,
-  earliest first (ties by id); a poll with no effect prints nothing. `timeout [id=N]`: run the
-  clock deadline by deadline until a timer of replica N (of any replica) fires with an effect.
-  `poll ids=...`: poll now (as the driver's next loop iteration or next event would).
-- `deliver [from=] [to=] [type=]`: deliver the matching queued messages, oldest first; what they
-  cause is queued, not delivered. `drop [from=] [to=] [type=]`: lose them (no reply ever comes;
-  the requester's own request timeout covers it). `type` is the first word of a message's
-  rendering (PreVote, Vote, VoteResponse, Fetch, FetchResponse, BeginQuorumEpoch, ...).
-- `flush [ids=]`: complete each replica's outstanding `FlushLog` (`Flushed(offset)`).
-- `stabilize [ids=]`: rounds of (poll the due replicas, complete their flushes, deliver every
-  queued message to or from them) until nothing is left to do; the clock does not move.
-- `partition groups=1|2,3`: a message between replicas listed in different groups is lost when
-  delivered (unlisted replicas and the admin reach everyone); `heal` ends it.
-- `append id=N values=a,b`: a client append (ClientAppend) on replica N.
-- `add-voter to=L id=N` / `remove-voter to=L id=N [dir=new]`: the admin client (id 99,
-  kafka-metadata-quorum add-controller / remove-controller) sends AddRaftVoter /
-  RemoveRaftVoter to replica L; its answer is queued to `admin` like any message.
-- `status [ids=]`, `log [ids=]`, `msgs`: print each replica's state, log, or the queue.
-A replica's ApiVersions request is answered by its runtime (kraft.version 0-1), as a node does.
-Output lines: `1->2 Fetch ...` is a delivery, `t=1864 1 poll` a deadline, `1 flushed 3` a
-completed flush; the receiving replica's effects follow indented, then its state if it changed.
-Invariants the harness checks after every step (a failure raises): the disk it keeps from the
-effects (AppendEntries, TruncateLog, snapshots) has the core's log end offset, and `Flushed`
-never reports more than was written.
+The replicas and the commands: `tests/scenarios/multinode.md`.
 """
 
 from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import (
@@ -85,94 +49,28 @@ from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import ElectionState
-from metaquorum.core.voter_set import VoterNode, VoterSet
+from metaquorum.core.voter_set import VoterSet
 from metaquorum.protocol.messages import (
-    AddRaftVoterRequestData,
     ApiVersionsRequestData,
-    ApiVersionsResponseData,
-    RemoveRaftVoterRequestData,
 )
 
 from tests.scenarios import reconfig_commands as reconfig
-from tests.scenarios.runner import parse, render_effect, render_message
+from tests.scenarios.multinode_format import (
+    ADMIN,
+    Message,
+    api_versions_answer,
+    bootstrap_set,
+    election_text,
+    ids_text,
+    matches,
+    parse_args,
+    parse_ids,
+    render_body,
+)
+from tests.scenarios.runner import render_effect
 
-HERE = Path(__file__).parent / "multinode"
-ADMIN = 99  # the admin client's "replica id": its requests come from it, answers go to it
 MAX_ROUNDS = 200  # stabilize gives up (and says so) after this many rounds
 MAX_POLLS_AT_ONE_INSTANT = 20  # a replica asking to be polled again and again now is a bug
-
-
-def _ids(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
-
-
-def _args(words: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for w in words:
-        key, eq, value = w.partition("=")
-        out[key] = value if eq else "true"
-    return out
-
-
-def _name(nid: int) -> str:
-    return "admin" if nid == ADMIN else str(nid)
-
-
-def render_body(msg: object) -> str:
-    """A message as one line (the single-node runner's rendering, plus the admin's requests)."""
-    if isinstance(msg, AddRaftVoterRequestData):
-        ep = msg.listeners[0]
-        return (
-            f"AddRaftVoter id={msg.voter_id} dir={_dir(msg.voter_id, str(msg.voter_directory_id))}"
-            f" at={ep.host}:{ep.port} ack-when-committed={str(msg.ack_when_committed).lower()}"
-        )
-    if isinstance(msg, RemoveRaftVoterRequestData):
-        return (
-            f"RemoveRaftVoter id={msg.voter_id} "
-            f"dir={_dir(msg.voter_id, str(msg.voter_directory_id))}"
-        )
-    if isinstance(msg, ApiVersionsResponseData):
-        features = " ".join(
-            f"{f.name}={f.min_version}-{f.max_version}" for f in msg.supported_features
-        )
-        return f"ApiVersionsResponse {features}"
-    return render_message(msg)
-
-
-def _dir(nid: int, directory: str | None) -> str:
-    """A directory id as the script names it: the replica's own (its id) or `new`."""
-    if directory is None:
-        return "none"
-    if directory == str(reconfig.directory(str(nid), nid)):
-        return str(nid)
-    if directory == str(reconfig.directory("new", nid)):
-        return "new"
-    return directory
-
-
-@dataclass
-class Message:
-    """One message in flight. `reply_as` is the id the requester sent a request to (a
-    bootstrap pseudo-id), under which it expects the answer."""
-
-    src: int
-    dst: int
-    correlation_id: int
-    body: object
-    is_response: bool
-    entries: tuple[LogEntry, ...] = ()
-    reply_as: int | None = None
-
-    @property
-    def kind(self) -> str:
-        return render_body(self.body).split(" ", 1)[0]
-
-    def render(self) -> str:
-        via = f" (as {self.reply_as})" if self.reply_as is not None else ""
-        recs = ""
-        if self.entries:
-            recs = " records=" + ",".join(f"{x.offset}@{x.epoch}" for x in self.entries)
-        return f"{_name(self.src)}->{_name(self.dst)}{via} {render_body(self.body)}{recs}"
 
 
 @dataclass
@@ -205,7 +103,7 @@ class Env:
     # --- commands ------------------------------------------------------------------------
     def run(self, command: str) -> str:
         words = command.split()
-        name, a = words[0], _args(words[1:])
+        name, a = words[0], parse_args(words[1:])
         handler: Callable[[dict[str, str]], list[str]] | None = getattr(
             self, "cmd_" + name.replace("-", "_"), None
         )
@@ -216,7 +114,7 @@ class Env:
 
     def _select(self, a: dict[str, str], key: str = "ids") -> list[int]:
         if key in a:
-            ids = _ids(a[key])
+            ids = parse_ids(a[key])
             for nid in ids:
                 if nid not in self.replicas:
                     raise ValueError(f"no replica {nid}")
@@ -225,15 +123,15 @@ class Env:
 
     def cmd_add_replicas(self, a: dict[str, str]) -> list[str]:
         seed = int(a.get("seed", 0))
-        bootstrap = tuple(reconfig.endpoint(i) for i in _ids(a.get("bootstrap", "")))
+        bootstrap = tuple(reconfig.endpoint(i) for i in parse_ids(a.get("bootstrap", "")))
         lines: list[str] = []
-        for nid in _ids(a["ids"]):
+        for nid in parse_ids(a["ids"]):
             if nid in self.replicas:
                 raise ValueError(f"replica {nid} exists")
             if "standalone" in a:
-                voters, kraft = _bootstrap_set([nid]), 1
+                voters, kraft = bootstrap_set([nid]), 1
             elif "initial-controllers" in a:
-                voters, kraft = _bootstrap_set(_ids(a["initial-controllers"])), 1
+                voters, kraft = bootstrap_set(parse_ids(a["initial-controllers"])), 1
             elif "no-initial-controllers" in a:
                 if not bootstrap:
                     raise ValueError("--no-initial-controllers needs bootstrap=...")
@@ -283,10 +181,10 @@ class Env:
         return lines
 
     def cmd_deliver(self, a: dict[str, str]) -> list[str]:
-        return self._deliver([m for m in self.queue if _matches(m, a)])
+        return self._deliver([m for m in self.queue if matches(m, a)])
 
     def cmd_drop(self, a: dict[str, str]) -> list[str]:
-        lost = [m for m in self.queue if _matches(m, a)]
+        lost = [m for m in self.queue if matches(m, a)]
         self.queue = [m for m in self.queue if m not in lost]
         return [f"{m.render()} dropped" for m in lost]
 
@@ -314,8 +212,8 @@ class Env:
         raise RuntimeError(f"stabilize: still busy after {MAX_ROUNDS} rounds")
 
     def cmd_partition(self, a: dict[str, str]) -> list[str]:
-        self.groups = [set(_ids(g)) for g in a["groups"].split("|")]
-        return [f"partition {' | '.join(_ids_text(g) for g in self.groups)}"]
+        self.groups = [set(parse_ids(g)) for g in a["groups"].split("|")]
+        return [f"partition {' | '.join(ids_text(g) for g in self.groups)}"]
 
     def cmd_heal(self, a: dict[str, str]) -> list[str]:
         self.groups = []
@@ -341,7 +239,7 @@ class Env:
         for nid in self._select(a):
             rep = self.replicas[nid]
             qs = rep.quorum_state
-            quorum = "none" if qs is None else _election_text(qs)
+            quorum = "none" if qs is None else election_text(qs)
             lines.append(f"{nid}: {self._state(rep)} next={rep.deadline} quorum-state=({quorum})")
         return lines
 
@@ -419,7 +317,7 @@ class Env:
                 event: Event = ResponseReceived(source, m.correlation_id, m.body, m.entries)
                 lines.extend(self._step(rep, event))
             elif isinstance(m.body, ApiVersionsRequestData):
-                answer = _api_versions_answer()
+                answer = api_versions_answer()
                 self.queue.append(self._reply(m, answer))
                 lines.append(f"  runtime respond to={m.src}: {render_body(answer)}")
             else:
@@ -495,80 +393,12 @@ class Env:
         member = "voter" if n.voters.is_voter(own) else "observer"
         return (
             f"{role} epoch={n.epoch} leader={n.leader_id} {member} "
-            f"voters={_ids_text(n.voters.sorted_ids())} leo={n.log.end_offset} "
+            f"voters={ids_text(n.voters.sorted_ids())} leo={n.log.end_offset} "
             f"flushed={n.log.flushed_offset} hw={-1 if hw is None else hw}"
         )
 
 
-def _ids_text(ids: Iterable[int]) -> str:
-    return "[" + ",".join(str(i) for i in sorted(ids)) + "]"
-
-
-def _election_text(e: ElectionState) -> str:
-    voted = "-1" if e.voted_key is None else str(e.voted_key.id)
-    return f"epoch={e.epoch} leader={e.leader_id} voted={voted}"
-
-
-def _bootstrap_set(ids: list[int]) -> VoterSet:
-    """The VotersRecord `format --standalone / --initial-controllers` writes."""
-    return VoterSet.from_nodes(
-        VoterNode(ReplicaKey(i, str(reconfig.directory(str(i), i))), (reconfig.endpoint(i),), 0, 1)
-        for i in ids
-    )
-
-
-def _api_versions_answer() -> ApiVersionsResponseData:
-    """What a replica's runtime answers: it supports kraft.version 0-1."""
-    key = ApiVersionsResponseData.SupportedFeatureKey(
-        name="kraft.version", min_version=0, max_version=1
-    )
-    return ApiVersionsResponseData(supported_features=[key])
-
-
-def _matches(m: Message, a: dict[str, str]) -> bool:
-    def ids(key: str) -> set[int]:
-        return {ADMIN if x == "admin" else int(x) for x in a[key].split(",") if x}
-
-    if "from" in a and m.src not in ids("from"):
-        return False
-    if "to" in a and m.dst not in ids("to"):
-        return False
-    return "type" not in a or m.kind in a["type"].split(",")
-
-
-def run_file(path: Path, *, rewrite: bool = False) -> list[str]:
-    """Run one multi-node script; return the mismatches (or rewrite it and return none)."""
-    env = Env()
-    mismatches: list[str] = []
-    rendered: list[str] = []
-    for pre, command, expected in parse(path.read_text()):
-        actual = env.run(command)
-        if actual != expected:
-            mismatches.append(
-                f"{path.name}: {command}\n--- expected\n{expected}\n--- actual\n{actual}"
-            )
-        rendered.extend(line for line in pre if line.strip())
-        rendered.extend([command, "----", actual, ""])
-    if rewrite:
-        path.write_text("\n".join(rendered).rstrip("\n") + "\n")
-        return []
-    return mismatches
-
-
-def scripts() -> list[Path]:
-    return sorted(HERE.glob("*.txt"))
-
-
-def main(argv: list[str]) -> int:
-    rewrite = "--rewrite" in argv
-    paths = [Path(p) for p in argv if p != "--rewrite"] or scripts()
-    failures = 0
-    for path in paths:
-        for problem in run_file(path, rewrite=rewrite):
-            failures += 1
-            print(problem, end="\n\n")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
+    from tests.scenarios.multinode_files import main
+
     sys.exit(main(sys.argv[1:]))

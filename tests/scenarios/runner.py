@@ -455,7 +455,7 @@ def run_file(path: Path, *, rewrite: bool = False) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Replay (or with --rewrite regenerate) every single-node and multi-node script."""
-    from tests.scenarios import multinode
+    from tests.scenarios import multinode_files
 
     rewrite = "--rewrite" in argv
     failures = 0
@@ -464,7 +464,7 @@ def main(argv: list[str]) -> int:
         failures += len(problems)
         for p in problems:
             print(p, end="\n\n")
-    failures += multinode.main(["--rewrite"] if rewrite else [])
+    failures += multinode_files.main(["--rewrite"] if rewrite else [])
     return 1 if failures else 0
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.multinode import HERE, Env, run_file, scripts
+from tests.scenarios.multinode import Env
+from tests.scenarios.multinode_files import HERE, run_file, scripts
 
 SCRIPTS = scripts()
 
