@@ -1,8 +1,9 @@
 """Message conformance: our codecs against Kafka's generated message classes (via the oracle).
 
 For every message in metaquorum.protocol.messages.MESSAGES and every version, many generated values
-go both ways: our bytes decoded by Kafka give Kafka JSON equal to ours; Kafka's bytes for our JSON
-equal our bytes; our decode of Kafka's bytes equals our value. The first tests check the oracle
+go both ways: our bytes decoded by Kafka give Kafka JSON equal to ours, and our `from_json` reads
+that JSON of Kafka's back to our value; Kafka's bytes for our JSON equal our bytes; our decode of
+Kafka's bytes equals our value. The first tests check the oracle
 itself (Kafka agreeing with itself and with hand-derived bytes) so that a failure below is ours.
 """
 
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from metaquorum.protocol.errors import ProtocolError
-from metaquorum.protocol.json_form import dumps, to_json
+from metaquorum.protocol.json_form import dumps, from_json, to_json
 from metaquorum.protocol.messages import MESSAGES
 from metaquorum.protocol.schema import BY_NAME
 from metaquorum.protocol.schema.dsl import Field, Message
@@ -253,10 +254,21 @@ def _check_both_ways(oracle: KafkaOracle, name: str, version: int, msg: Any) -> 
     assert kafka_json == mine, f"Kafka reads other values from {where}"
     # ... and our JSON text is its JsonConverter's, character for character (key order, escapes).
     assert dumps(our_json) == decoded["jsonText"], f"our JSON text of {where} differs from Kafka's"
+    # ... and we read Kafka's JSON (`metaquorum protocol encode` takes it), nulls included
+    # (issue 34: a null array of structs was refused) to our value less what JSON cannot carry:
+    # unknown tagged fields (Kafka writes a tagged struct holding only those, as its default
+    # values, and reads it back as the default) and records bytes (Kafka shows them as "").
+    plain = _without_unknown_tags(msg)
+    try:
+        back = from_json(cls, decoded["json"], version)
+    except ProtocolError as exc:
+        pytest.fail(f"we cannot read Kafka's JSON of {where}: {exc}")
+    assert to_json(back, version) == to_json(plain, version), f"we read {where}'s JSON otherwise"
+    if kafka_json == decoded["json"]:  # every records field shown (null), none as ""
+        assert back == plain, f"we read other values from Kafka's JSON of {where}"
     # 2. our JSON -> Kafka bytes: the same bytes, and our decoder reads our value back.
     assert encoded["ok"], f"Kafka cannot encode our JSON of {where}: {encoded['error']}"
     theirs = bytes.fromhex(encoded["hex"])
-    plain = _without_unknown_tags(msg)
     assert theirs.hex() == plain.encode(version).hex(), f"Kafka writes other bytes for {where}"
     assert cls.decode(theirs, version) == plain, f"we read Kafka's bytes of {where} differently"
     MESSAGE_COVERAGE[(name, version)] += 1

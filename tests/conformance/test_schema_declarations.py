@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from metaquorum.protocol.schema import BY_NAME
+from metaquorum.protocol.schema.dsl import Field
 
 from tests.conformance.oracle_client import KafkaOracle
 from tests.conformance.test_messages_conformance import PAIRS, _check_both_ways
@@ -51,6 +52,49 @@ def test_the_comparison_sees_a_difference(kafka_lib: Path) -> None:
         changed = dataclasses.replace(cluster, **change)  # type: ignore[arg-type]
         msg = dataclasses.replace(ours, fields=(changed, *ours.fields[1:]), structs={})
         assert compare_message(msg, kafka["VoteRequest"]), change
+
+
+def _replaced(fields: tuple[Field, ...], path: list[str], **change: object) -> tuple[Field, ...]:
+    """`fields` with the field at `path` (names, outermost first) changed."""
+    import dataclasses
+
+    out = []
+    for fld in fields:
+        if fld.name == path[0]:
+            if len(path) == 1:
+                fld = dataclasses.replace(fld, **change)  # type: ignore[arg-type]
+            else:
+                fld = dataclasses.replace(fld, fields=_replaced(fld.fields, path[1:], **change))
+        out.append(fld)
+    return tuple(out)
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("QuorumStateData", ["CurrentVoters"]),
+        ("FetchResponse", ["Responses", "Partitions", "AbortedTransactions"]),
+    ],
+)
+def test_the_comparison_sees_a_nullable_array_of_structs(
+    kafka_lib: Path, name: str, path: list[str]
+) -> None:
+    """Issue 34: the arrays of structs Kafka declares nullable, nested ones included; a
+    declaration that drops their nullableVersions (or adds one to an array Kafka's is not
+    nullable, its parent) is flagged."""
+    import dataclasses
+
+    kafka = load_kafka_schemas(kafka_lib)
+    ours = message_from_kafka(kafka[name])
+    assert not [d for d in compare_message(ours, kafka[name]) if "nullableVersions" in d]
+    for at, nullable in ((path, "none"), (path[:-1], "0+")):
+        if not at:
+            continue
+        msg = dataclasses.replace(
+            ours, fields=_replaced(ours.fields, at, nullable=nullable), structs={}
+        )
+        diffs = compare_message(msg, kafka[name])
+        assert any(f".{at[-1]}: nullableVersions" in d for d in diffs), (at, diffs)
 
 
 @pytest.mark.parametrize(("name", "version"), PAIRS, ids=[f"{n}-v{v}" for n, v in PAIRS])

@@ -16,6 +16,8 @@ sets its top-level error; `vote ... directory=UUID` and `node ... voted-dir=UUID
 KIP-853 directory ids; `fetch-response ... snapshot=EPOCH:OFFSET` sends a SnapshotId.
 KIP-853 reconfiguration commands (`node ... kraft=1`, `add-voter`, `remove-voter`,
 `api-versions-response`, `fetch ... dir=N|new`): tests/scenarios/reconfig_commands.py.
+Multi-node scripts (several replicas, the script as network, disks and clock) are
+tests/scenarios/multinode.py's; `main` here replays and rewrites those too.
 """
 
 from __future__ import annotations
@@ -452,6 +454,9 @@ def run_file(path: Path, *, rewrite: bool = False) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    """Replay (or with --rewrite regenerate) every single-node and multi-node script."""
+    from tests.scenarios import multinode_files
+
     rewrite = "--rewrite" in argv
     failures = 0
     for path in sorted(HERE.glob("*.txt")):
@@ -459,6 +464,7 @@ def main(argv: list[str]) -> int:
         failures += len(problems)
         for p in problems:
             print(p, end="\n\n")
+    failures += multinode_files.main(["--rewrite"] if rewrite else [])
     return 1 if failures else 0
 
 

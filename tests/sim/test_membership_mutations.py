@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from metaquorum.core import append_path, voter_change
+from metaquorum.core import voter_change
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
@@ -94,7 +94,7 @@ def test_voter_set_applied_on_commit_instead_of_on_append(
         pending.setdefault(id(self), []).extend(later)
         original_append(self, [e for e in entries if e.kind is not EntryKind.KRAFT_VOTERS])
 
-    original_report = append_path.report_progress
+    original_report = RaftNode._report_progress
 
     def apply_on_commit(self: RaftNode) -> None:
         hw = self.high_watermark
@@ -107,7 +107,7 @@ def test_voter_set_applied_on_commit_instead_of_on_append(
         original_report(self)
 
     monkeypatch.setattr(KRaftControlRecordStateMachine, "on_append", append_without_voters)
-    monkeypatch.setattr(append_path, "report_progress", apply_on_commit)
+    monkeypatch.setattr(RaftNode, "_report_progress", apply_on_commit)
     seed, kind = first_caught("membership")
     assert kind in {"voter-change-single", "voter-set-agreement", "hw-majority-flushed"}, (
         seed,

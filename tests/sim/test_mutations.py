@@ -10,7 +10,7 @@ import pytest
 from metaquorum.core import append_path, fetch, high_watermark
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.node import RaftNode
-from metaquorum.core.states import FollowerState, UnattachedState
+from metaquorum.core.states import FollowerState, LeaderState, UnattachedState
 from metaquorum.sim.api import run_scenario
 
 pytestmark = pytest.mark.simulation
@@ -57,9 +57,8 @@ def test_leader_unflushed_offset_counts_toward_hw(monkeypatch: pytest.MonkeyPatc
         if self.progress is not None:
             self.progress.update_local(self.log.end_offset, self.now_ms)
 
-    def count_end(self: RaftNode) -> None:
-        assert self.progress is not None
-        self.progress.update_local(self.log.end_offset, self.now_ms)
+    def count_end(ctx: RaftNode, st: LeaderState) -> None:
+        st.data.progress.update_local(ctx.log.end_offset, ctx.now_ms)
 
     monkeypatch.setattr(append_path, "append_as_leader", count_on_append)
     monkeypatch.setattr(append_path, "leader_local_progress", count_end)

@@ -3,8 +3,9 @@
 `strategy_for(message_name, version)` draws instances of Kafka's message `message_name`
 ("VoteRequest", "FetchResponse", "VotersRecord", ...) whose every field is valid for `version`:
 fields the version lacks keep their defaults (so encode/decode round-trips exactly), nullable
-fields are sometimes None, tagged fields are sometimes non-default, and in flexible versions a
-struct may carry unknown tagged fields (tags that struct does not know, ascending, raw bytes).
+fields (arrays of structs included) are sometimes None, tagged fields are sometimes
+non-default, and in flexible versions a struct may carry unknown tagged fields (tags that struct
+does not know, ascending, raw bytes).
 Shared with the conformance tier, which feeds the same values to Kafka's own classes.
 """
 
@@ -91,7 +92,7 @@ class _Builder:
             base = _TEXT
         else:  # bytes, records
             base = st.binary(max_size=24)
-        if nullable and not fld.is_struct:
+        if nullable and (fld.is_array or not fld.is_struct):  # a null array of structs too
             return st.one_of(st.none(), base)
         return base
 

@@ -19,10 +19,9 @@ from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
+from metaquorum.core.pending_voter_change import ChangeKind, PendingVoterChange
 from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_change import (
-    ChangeKind,
-    PendingVoterChange,
     change_blocked,
     check_voter_request,
     finish,
@@ -37,7 +36,7 @@ from metaquorum.protocol.messages import (
 )
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 KRAFT_VERSION_FEATURE = "kraft.version"
 
@@ -46,18 +45,18 @@ def add_voter_response(error: Errors, message: str | None = None) -> AddRaftVote
     return AddRaftVoterResponseData(error_code=int(error), error_message=message)
 
 
-def handle_add_raft_voter_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_add_raft_voter_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, AddRaftVoterRequestData)
 
     def respond(error: Errors, message: str | None = None) -> None:
         response = add_voter_response(error, message)
-        node.emit(SendResponse(event.source, event.correlation_id, response))
+        ctx.emit(SendResponse(event.source, event.correlation_id, response))
 
     key = check_voter_request(
-        node,
+        ctx,
         request.cluster_id,
-        node.epoch,
+        ctx.state.epoch,
         voter_id=request.voter_id,
         directory=request.voter_directory_id,
         what="Add voter",
@@ -66,39 +65,40 @@ def handle_add_raft_voter_request(node: RaftNode, event: RequestReceived) -> Non
         respond(*key)
         return
     endpoints = tuple(ListenerEndpoint(x.name, x.host, x.port) for x in request.listeners)
-    if not any(e.name == node.listener_name for e in endpoints):
+    if not any(e.name == ctx.local.listener_name for e in endpoints):
         respond(
             Errors.INVALID_REQUEST,
-            f"Add voter request didn't include the endpoint for the listener {node.listener_name}",
+            "Add voter request didn't include the endpoint for the listener "
+            f"{ctx.local.listener_name}",
         )
         return
-    blocked = change_blocked(node, "adding")
+    blocked = change_blocked(ctx, "adding")
     if blocked is not None:
         respond(*blocked)
         return
-    if request.voter_id in node.voters:
+    if request.voter_id in ctx.voters:
         respond(Errors.DUPLICATE_VOTER, f"The voter id for {key} is already a voter")
         return
-    st = node.state
+    st = ctx.state
     assert isinstance(st, LeaderState)
     st.data.pending_change = PendingVoterChange(
         ChangeKind.ADD,
         key,
         event.source,
         event.correlation_id,
-        node.now_ms + node.config.request_timeout_ms,
+        ctx.now_ms + ctx.config.request_timeout_ms,
         endpoints,
         request.ack_when_committed,
     )
-    endpoint = next(e for e in endpoints if e.name == node.listener_name)
-    node.send(request.voter_id, ApiVersionsRequestData(), endpoint=endpoint)
+    endpoint = next(e for e in endpoints if e.name == ctx.local.listener_name)
+    ctx.send(request.voter_id, ApiVersionsRequestData(), endpoint=endpoint)
 
 
-def handle_api_versions_response(node: RaftNode, event: ResponseReceived) -> None:
+def handle_api_versions_response(ctx: RaftContext, event: ResponseReceived) -> None:
     """Kafka's `AddVoterHandler.handleApiVersionsResponse`."""
     response = event.message
     assert isinstance(response, ApiVersionsResponseData)
-    st = node.state
+    st = ctx.state
     if not isinstance(st, LeaderState):
         return
     change = st.data.pending_change
@@ -110,29 +110,29 @@ def handle_api_versions_response(node: RaftNode, event: ResponseReceived) -> Non
     ):
         return
     if response.error_code != 0:
-        finish(node, Errors.REQUEST_TIMED_OUT, "ApiVersions of the new voter returned an error")
+        finish(ctx, Errors.REQUEST_TIMED_OUT, "ApiVersions of the new voter returned an error")
         return
-    kraft = node.control.latest_kraft_version()
+    kraft = ctx.control.latest_kraft_version()
     feature = next(
         (f for f in response.supported_features if f.name == KRAFT_VERSION_FEATURE), None
     )
     if feature is None or not feature.min_version <= kraft <= feature.max_version:
         finish(
-            node,
+            ctx,
             Errors.INVALID_REQUEST,
             f"the new voter {change.key} does not support the finalized kraft.version {kraft}",
         )
         return
-    if not st.data.progress.is_observer_caught_up(change.key, node.now_ms):
-        finish(node, Errors.REQUEST_TIMED_OUT, f"the new voter {change.key} is lagging behind")
+    if not st.data.progress.is_observer_caught_up(change.key, ctx.now_ms):
+        finish(ctx, Errors.REQUEST_TIMED_OUT, f"the new voter {change.key} is lagging behind")
         return
     voter = VoterNode(change.key, change.endpoints, feature.min_version, feature.max_version)
-    new_voters = node.voters.add_voter(voter)
+    new_voters = ctx.voters.add_voter(voter)
     assert new_voters is not None  # checked at the request; one change at a time since
-    offset = node.log.end_offset
-    node.append_as_leader([LogEntry.of_control(offset, st.epoch, new_voters.to_voters_record())])
+    offset = ctx.log.end_offset
+    ctx.append_as_leader([LogEntry.of_control(offset, st.epoch, new_voters.to_voters_record())])
     change.last_offset = offset
     if not change.ack_when_committed:
         change.answered = True
         answer = add_voter_response(Errors.NONE)
-        node.emit(SendResponse(change.source, change.correlation_id, answer))
+        ctx.emit(SendResponse(change.source, change.correlation_id, answer))

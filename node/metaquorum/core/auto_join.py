@@ -20,36 +20,37 @@ from metaquorum.core.rpc_common import directory_uuid
 from metaquorum.protocol.messages import AddRaftVoterRequestData, RemoveRaftVoterRequestData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
+    from metaquorum.core.states import FollowerState
 
 
-def should_send(node: RaftNode, now_ms: int) -> bool:
+def should_send(ctx: RaftContext, st: FollowerState, now_ms: int) -> bool:
     return (
-        bool(node.config.auto_join_enable)
-        and now_ms >= node.auto_join_next_ms
-        and not node.is_voter
-        and node.local_directory_id is not None
-        and any(e.name == node.listener_name for e in node.local_endpoints)
-        and node.control.latest_kraft_version() >= 1
+        bool(ctx.config.auto_join_enable)
+        and now_ms >= st.auto_join_next_ms
+        and not ctx.is_voter
+        and ctx.local.directory_id is not None
+        and any(e.name == ctx.local.listener_name for e in ctx.local.endpoints)
+        and ctx.control.latest_kraft_version() >= 1
     )
 
 
-def build_request(node: RaftNode) -> AddRaftVoterRequestData | RemoveRaftVoterRequestData:
-    old = node.voters.node(node.local_id)
+def build_request(ctx: RaftContext) -> AddRaftVoterRequestData | RemoveRaftVoterRequestData:
+    old = ctx.voters.node(ctx.local.id)
     if old is not None:
         return RemoveRaftVoterRequestData(
-            cluster_id=node.cluster_id,
+            cluster_id=ctx.local.cluster_id,
             voter_id=old.key.id,
             voter_directory_id=directory_uuid(old.key.directory_id),
         )
     return AddRaftVoterRequestData(
-        cluster_id=node.cluster_id,
-        timeout_ms=node.config.request_timeout_ms,
-        voter_id=node.local_id,
-        voter_directory_id=directory_uuid(node.local_directory_id),
+        cluster_id=ctx.local.cluster_id,
+        timeout_ms=ctx.config.request_timeout_ms,
+        voter_id=ctx.local.id,
+        voter_directory_id=directory_uuid(ctx.local.directory_id),
         listeners=[
             AddRaftVoterRequestData.Listener(name=e.name, host=e.host, port=e.port)
-            for e in node.local_endpoints
+            for e in ctx.local.endpoints
         ],
         ack_when_committed=False,
     )

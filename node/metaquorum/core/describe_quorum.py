@@ -24,11 +24,11 @@ from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuor
 from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 
 def _error_response(
-    node: RaftNode, error: Errors, message: str | None
+    ctx: RaftContext, error: Errors, message: str | None
 ) -> DescribeQuorumResponseData:
     partition = DescribeQuorumResponseData.PartitionData(
         partition_index=PARTITION, error_code=int(error), error_message=message
@@ -36,29 +36,31 @@ def _error_response(
     return DescribeQuorumResponseData(
         error_code=0,
         topics=[
-            DescribeQuorumResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])
+            DescribeQuorumResponseData.TopicData(
+                topic_name=ctx.local.topic.name, partitions=[partition]
+            )
         ],
     )
 
 
 def _replica_state(
-    node: RaftNode, r: ReplicaProgress, voter: bool = False
+    ctx: RaftContext, r: ReplicaProgress, voter: bool = False
 ) -> DescribeQuorumResponseData.ReplicaState:
-    state = _replica_state_of(node, r)
-    directory = node.voter_key(r.replica_id).directory_id if voter else r.directory_id
+    state = _replica_state_of(ctx, r)
+    directory = ctx.voters.key_of(r.replica_id).directory_id if voter else r.directory_id
     return replace(state, replica_directory_id=directory_uuid(directory))
 
 
 def _replica_state_of(
-    node: RaftNode, r: ReplicaProgress
+    ctx: RaftContext, r: ReplicaProgress
 ) -> DescribeQuorumResponseData.ReplicaState:
-    if r.replica_id == node.local_id:
+    if r.replica_id == ctx.local.id:
         # Kafka reports the leader's own end offset as recorded on flush (its durable LEO).
         return DescribeQuorumResponseData.ReplicaState(
             replica_id=r.replica_id,
             log_end_offset=-1 if r.end_offset is None else r.end_offset,
-            last_fetch_timestamp=node.now_ms,
-            last_caught_up_timestamp=node.now_ms,
+            last_fetch_timestamp=ctx.now_ms,
+            last_caught_up_timestamp=ctx.now_ms,
         )
     return DescribeQuorumResponseData.ReplicaState(
         replica_id=r.replica_id,
@@ -68,7 +70,7 @@ def _replica_state_of(
     )
 
 
-def _nodes(node: RaftNode) -> list[DescribeQuorumResponseData.Node]:
+def _nodes(ctx: RaftContext) -> list[DescribeQuorumResponseData.Node]:
     """v2 (KIP-853): every voter's listeners, from the voter set (Kafka's RaftUtil)."""
     return [
         DescribeQuorumResponseData.Node(
@@ -78,28 +80,28 @@ def _nodes(node: RaftNode) -> list[DescribeQuorumResponseData.Node]:
                 for e in v.endpoints
             ],
         )
-        for v in node.voters.nodes
+        for v in ctx.voters.nodes
     ]
 
 
-def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData:
-    st = node.state
+def build_describe_quorum_response(ctx: RaftContext) -> DescribeQuorumResponseData:
+    st = ctx.state
     assert isinstance(st, LeaderState)
     progress = st.data.progress
-    hw = node.high_watermark
+    hw = ctx.high_watermark
     partition = DescribeQuorumResponseData.PartitionData(
         partition_index=PARTITION,
         error_code=0,
-        leader_id=node.local_id,
-        leader_epoch=node.epoch,
+        leader_id=ctx.local.id,
+        leader_epoch=ctx.state.epoch,
         high_watermark=-1 if hw is None else hw,
         current_voters=[
-            _replica_state(node, progress.voters[v], voter=True) for v in sorted(progress.voters)
+            _replica_state(ctx, progress.voters[v], voter=True) for v in sorted(progress.voters)
         ],
         observers=[
-            _replica_state(node, r)
+            _replica_state(ctx, r)
             for r in sorted(
-                progress.active_observers(node.now_ms).values(),
+                progress.active_observers(ctx.now_ms).values(),
                 key=lambda r: (r.replica_id, r.directory_id or ""),
             )
         ],
@@ -107,22 +109,24 @@ def build_describe_quorum_response(node: RaftNode) -> DescribeQuorumResponseData
     return DescribeQuorumResponseData(
         error_code=0,
         topics=[
-            DescribeQuorumResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])
+            DescribeQuorumResponseData.TopicData(
+                topic_name=ctx.local.topic.name, partitions=[partition]
+            )
         ],
-        nodes=_nodes(node),
+        nodes=_nodes(ctx),
     )
 
 
-def handle_describe_quorum_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_describe_quorum_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, DescribeQuorumRequestData)
-    if quorum_partition(request.topics, node.topic.name) is None:
-        response = _error_response(node, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
-    elif not isinstance(node.state, LeaderState):
-        response = _error_response(node, Errors.NOT_LEADER_OR_FOLLOWER, "not the leader")
+    if quorum_partition(request.topics, ctx.local.topic.name) is None:
+        response = _error_response(ctx, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+    elif not isinstance(ctx.state, LeaderState):
+        response = _error_response(ctx, Errors.NOT_LEADER_OR_FOLLOWER, "not the leader")
     else:
-        response = build_describe_quorum_response(node)
-    node.emit(SendResponse(event.source, event.correlation_id, response))
+        response = build_describe_quorum_response(ctx)
+    ctx.emit(SendResponse(event.source, event.correlation_id, response))
 
 
 def for_version(response: DescribeQuorumResponseData, version: int) -> DescribeQuorumResponseData:

@@ -22,17 +22,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
+from metaquorum.core.local_replica import BootstrapNode
 from metaquorum.core.states import FollowerState, LeaderState
 from metaquorum.core.voter_set import ListenerEndpoint
 from metaquorum.protocol.messages import FetchResponseData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 FIRST_PSEUDO_ID = -2
 NEVER = 2**62
-
-BootstrapNode = tuple[int, ListenerEndpoint | None]
 
 
 def pseudo_nodes(
@@ -46,45 +45,45 @@ def pseudo_nodes(
     )
 
 
-def bootstrap_nodes(node: RaftNode) -> tuple[BootstrapNode, ...]:
-    if node.bootstrap_nodes:
-        return node.bootstrap_nodes
-    return tuple((v, None) for v in node.voters.sorted_ids() if v != node.local_id)
+def bootstrap_nodes(ctx: RaftContext) -> tuple[BootstrapNode, ...]:
+    if ctx.local.bootstrap_nodes:
+        return ctx.local.bootstrap_nodes
+    return tuple((v, None) for v in ctx.voters.sorted_ids() if v != ctx.local.id)
 
 
 def send_fetch_to_any_bootstrap(
-    node: RaftNode, now_ms: int, build: Callable[[], object] | None, *, one_at_a_time: bool = True
+    ctx: RaftContext, now_ms: int, build: Callable[[], object] | None, *, one_at_a_time: bool = True
 ) -> int:
     """Kafka's `maybeSendFetchToAnyBootstrap`: the request `build` makes (None: nothing may
     be sent now) to a random ready bootstrap node, when none is in flight (`one_at_a_time`;
     an observer whose leader went quiet asks at once); returns the time to wait before the
     next try."""
-    nodes = bootstrap_nodes(node)
+    nodes = bootstrap_nodes(ctx)
     if not nodes:
         return NEVER
-    requests = node.requests
+    requests = ctx.requests
     if build is not None and not (
         one_at_a_time and any(requests.has_inflight(nid, now_ms) for nid, _ in nodes)
     ):
         ready = [(nid, ep) for nid, ep in nodes if requests.is_ready(nid, now_ms)]
         if ready:
-            nid, ep = ready[node.rng.randrange(len(ready))]
-            node.send(nid, build(), ep)
+            nid, ep = ready[ctx.rng.randrange(len(ready))]
+            ctx.send(nid, build(), ep)
     pending = [requests.next_deadline_ms(nid) for nid, _ in nodes]
     return min((d for d in pending if d is not None and d > now_ms), default=NEVER)
 
 
-def endpoint_of(node: RaftNode, replica_id: int) -> ListenerEndpoint | None:
+def endpoint_of(ctx: RaftContext, replica_id: int) -> ListenerEndpoint | None:
     """A replica's endpoint on this node's controller listener: its own, a voter's, or the
     current leader's as learned from a response."""
-    if replica_id == node.local_id:
-        return next((e for e in node.local_endpoints if e.name == node.listener_name), None)
-    voter = node.voters.node(replica_id)
+    if replica_id == ctx.local.id:
+        return next((e for e in ctx.local.endpoints if e.name == ctx.local.listener_name), None)
+    voter = ctx.voters.node(replica_id)
     if voter is not None:
-        found = voter.endpoint(node.listener_name)
+        found = voter.endpoint(ctx.local.listener_name)
         if found is not None:
             return found
-    st = node.state
+    st = ctx.state
     if isinstance(st, FollowerState) and st.leader_id == replica_id:
         return st.leader_endpoint
     return None
@@ -100,25 +99,25 @@ class _NamedEndpoint(Protocol):
 
 
 def request_leader_endpoint(
-    node: RaftNode, endpoints: Sequence[_NamedEndpoint]
+    ctx: RaftContext, endpoints: Sequence[_NamedEndpoint]
 ) -> ListenerEndpoint | None:
     """The leader's endpoint on this node's listener from a Begin/EndQuorumEpoch v1 request's
     LeaderEndpoints (Kafka's `Endpoints.fromBeginQuorumEpochRequest`); None when it names none
     (v0, or another listener): then the voter set's, as Kafka's `lastVoterSet().listeners`."""
     for e in endpoints:
-        if e.name == node.listener_name:
+        if e.name == ctx.local.listener_name:
             return ListenerEndpoint(e.name, e.host, e.port)
     return None
 
 
 def learn_leader_endpoint(
-    node: RaftNode, leader_id: int, epoch: int, endpoint: ListenerEndpoint | None
+    ctx: RaftContext, leader_id: int, epoch: int, endpoint: ListenerEndpoint | None
 ) -> None:
     """Kafka's `maybeTransition` "the replica has discovered more endpoints": a follower of
     this epoch's leader that does not know where the leader is (it learned the leader from an
     answer without NodeEndpoints, before it had the voter set) takes the endpoint an answer
     names; without it such an observer would ask the bootstrap servers forever."""
-    st = node.state
+    st = ctx.state
     if (
         endpoint is not None
         and isinstance(st, FollowerState)
@@ -126,44 +125,44 @@ def learn_leader_endpoint(
         and st.leader_id == leader_id
         and st.leader_endpoint is None
     ):
-        node.update_state(replace(st, leader_endpoint=endpoint))
+        ctx.update_state(replace(st, leader_endpoint=endpoint))
 
 
-def leader_send_endpoint(node: RaftNode, st: FollowerState) -> ListenerEndpoint | None:
+def leader_send_endpoint(ctx: RaftContext, st: FollowerState) -> ListenerEndpoint | None:
     """The endpoint to send with a request to the leader: only when the runtime cannot know
     it from the voter set (the leader is not a voter this replica knows of)."""
-    return None if st.leader_id in node.voters else st.leader_endpoint
+    return None if st.leader_id in ctx.voters else st.leader_endpoint
 
 
 def from_fetch_response(
-    node: RaftNode, leader_id: int, endpoints: Sequence[FetchResponseData.NodeEndpoint]
+    ctx: RaftContext, leader_id: int, endpoints: Sequence[FetchResponseData.NodeEndpoint]
 ) -> ListenerEndpoint | None:
     """Kafka's `Endpoints.fromFetchResponse` on our listener, else the voter set's entry."""
     if leader_id < 0:
         return None
     for e in endpoints:
         if e.node_id == leader_id:
-            return ListenerEndpoint(node.listener_name, e.host, e.port)
-    voter = node.voters.node(leader_id)
-    return voter.endpoint(node.listener_name) if voter is not None else None
+            return ListenerEndpoint(ctx.local.listener_name, e.host, e.port)
+    voter = ctx.voters.node(leader_id)
+    return voter.endpoint(ctx.local.listener_name) if voter is not None else None
 
 
-def fetch_response_endpoints(node: RaftNode) -> list[FetchResponseData.NodeEndpoint]:
+def fetch_response_endpoints(ctx: RaftContext) -> list[FetchResponseData.NodeEndpoint]:
     """The leader's endpoint for a Fetch response's NodeEndpoints (v16+; the runtime strips
     it below): an observer that found this replica through a bootstrap address learns where
     the leader is."""
-    st = node.state
+    st = ctx.state
     if isinstance(st, LeaderState):  # the hot path: built once per leadership
         if st.data.fetch_endpoints is None:
-            st.data.fetch_endpoints = _node_endpoints(node, node.local_id)
+            st.data.fetch_endpoints = _node_endpoints(ctx, ctx.local.id)
         return st.data.fetch_endpoints
     if isinstance(st, FollowerState):
-        return _node_endpoints(node, st.leader_id)
+        return _node_endpoints(ctx, st.leader_id)
     return []
 
 
-def _node_endpoints(node: RaftNode, leader: int) -> list[FetchResponseData.NodeEndpoint]:
-    ep = endpoint_of(node, leader)
+def _node_endpoints(ctx: RaftContext, leader: int) -> list[FetchResponseData.NodeEndpoint]:
+    ep = endpoint_of(ctx, leader)
     if ep is None:
         return []
     return [FetchResponseData.NodeEndpoint(node_id=leader, host=ep.host, port=ep.port)]

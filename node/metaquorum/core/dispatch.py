@@ -44,9 +44,9 @@ from metaquorum.protocol.messages import (
 )
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
-REQUEST_HANDLERS: dict[type, Callable[[RaftNode, RequestReceived], None]] = {
+REQUEST_HANDLERS: dict[type, Callable[[RaftContext, RequestReceived], None]] = {
     VoteRequestData: vote.handle_vote_request,
     BeginQuorumEpochRequestData: begin_quorum_epoch.handle_begin_quorum_epoch_request,
     EndQuorumEpochRequestData: end_quorum_epoch.handle_end_quorum_epoch_request,
@@ -57,7 +57,7 @@ REQUEST_HANDLERS: dict[type, Callable[[RaftNode, RequestReceived], None]] = {
     RemoveRaftVoterRequestData: remove_voter.handle_remove_raft_voter_request,
     UpdateRaftVoterRequestData: update_voter.handle_update_raft_voter_request,
 }
-RESPONSE_HANDLERS: dict[type, Callable[[RaftNode, ResponseReceived], None]] = {
+RESPONSE_HANDLERS: dict[type, Callable[[RaftContext, ResponseReceived], None]] = {
     VoteResponseData: vote.handle_vote_response,
     BeginQuorumEpochResponseData: begin_quorum_epoch.handle_begin_quorum_epoch_response,
     EndQuorumEpochResponseData: end_quorum_epoch.handle_end_quorum_epoch_response,

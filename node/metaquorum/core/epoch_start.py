@@ -19,20 +19,20 @@ from metaquorum.core.log import LogEntry, leader_change_message
 from metaquorum.protocol.messages import KRaftVersionRecord
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 
 def start_of_epoch_entries(
-    node: RaftNode, start: int, epoch: int, granted: frozenset[int]
+    ctx: RaftContext, start: int, epoch: int, granted: frozenset[int]
 ) -> list[LogEntry]:
-    voters = node.voters
-    message = leader_change_message(node.local_id, voters.voter_ids, granted)
+    voters = ctx.voters
+    message = leader_change_message(ctx.local.id, voters.voter_ids, granted)
     entries = [LogEntry.of_control(start, epoch, message)]
-    control = node.control
+    control = ctx.control
     kraft_version = control.latest_kraft_version()
     if kraft_version < 1:
         return entries
-    local = node.local_voter_node()
+    local = ctx.local.voter_node()
     if control.latest_voters_offset() != -1 and not voters.voter_node_needs_update(local):
         return entries
     updated = voters.update_voter(local)

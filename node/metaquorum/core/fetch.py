@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from metaquorum.core import auto_join, discovery, fetch_snapshot, update_voter
+from metaquorum.core import auto_join, check_quorum, discovery, fetch_snapshot, update_voter
 from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.fetch_purgatory import ParkedFetch
@@ -31,9 +31,9 @@ from metaquorum.core.log import LogEntry, ValidationKind
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     maybe_handle_common_response,
     replica_key,
+    request_prelude,
     response_failed,
     single_partition,
     to_error,
@@ -44,7 +44,7 @@ from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 MAX_FETCH_ENTRIES = 256
 INT64_MAX = 0x7FFFFFFFFFFFFFFF
@@ -59,100 +59,108 @@ class TruncationBelowHighWatermark(RuntimeError):
 
 
 # --- follower side -------------------------------------------------------------------------
-def build_fetch_request(node: RaftNode) -> FetchRequestData:
-    end = node.log.end_offset_and_epoch()
-    hw = node.high_watermark
+def build_fetch_request(ctx: RaftContext) -> FetchRequestData:
+    end = ctx.log.end_offset_and_epoch()
+    hw = ctx.high_watermark
     partition = FetchRequestData.FetchPartition(
         partition=PARTITION,
-        current_leader_epoch=node.epoch,
+        current_leader_epoch=ctx.state.epoch,
         fetch_offset=end.offset,
         last_fetched_epoch=end.epoch,
-        log_start_offset=node.log.start_offset,
+        log_start_offset=ctx.log.start_offset,
         high_watermark=-1 if hw is None else hw,
-        replica_directory_id=directory_uuid(node.local_directory_id),
+        replica_directory_id=directory_uuid(ctx.local.directory_id),
     )
     return FetchRequestData(
-        cluster_id=node.cluster_id,
-        replica_state=FetchRequestData.ReplicaState(replica_id=node.local_id, replica_epoch=-1),
-        max_wait_ms=node.config.fetch_max_wait_ms,
+        cluster_id=ctx.local.cluster_id,
+        replica_state=FetchRequestData.ReplicaState(replica_id=ctx.local.id, replica_epoch=-1),
+        max_wait_ms=ctx.config.fetch_max_wait_ms,
         max_bytes=MAX_FETCH_SIZE_BYTES,
         topics=[
             FetchRequestData.FetchTopic(
-                topic=node.topic.name, topic_id=node.topic.id, partitions=[partition]
+                topic=ctx.local.topic.name, topic_id=ctx.local.topic.id, partitions=[partition]
             )
         ],
     )
 
 
-def may_fetch(node: RaftNode) -> bool:
+def may_fetch(ctx: RaftContext) -> bool:
     """The durability barrier: fetch (acknowledge our LEO) only once it is all flushed."""
-    return node.log.flushed_offset >= node.log.end_offset
+    return ctx.log.flushed_offset >= ctx.log.end_offset
 
 
-def poll_follower(node: RaftNode, st: FollowerState, now_ms: int) -> int:
+def poll_follower(ctx: RaftContext, st: FollowerState, now_ms: int) -> int:
     deadline = st.fetch_deadline_ms
-    if not node.is_voter and now_ms >= st.fetch_deadline_ms:
+    if not ctx.is_voter and now_ms >= st.fetch_deadline_ms:
         # An observer that lost its leader asks a bootstrap node (Kafka's
         # `maybeSendFetchToBestNode` -> `maybeSendFetchToAnyBootstrap`).
-        deadline = now_ms + node.config.fetch_timeout_ms
-        node.update_state(replace(st, fetch_deadline_ms=deadline))
-        build = partial(build_fetch_request, node) if may_fetch(node) else None
-        wait = discovery.send_fetch_to_any_bootstrap(node, now_ms, build, one_at_a_time=False)
+        deadline = now_ms + ctx.config.fetch_timeout_ms
+        ctx.update_state(replace(st, fetch_deadline_ms=deadline))
+        build = partial(build_fetch_request, ctx) if may_fetch(ctx) else None
+        wait = discovery.send_fetch_to_any_bootstrap(ctx, now_ms, build, one_at_a_time=False)
         return min(deadline, wait)
     target = st.leader_id
-    if may_fetch(node) and node.requests.is_ready(target, now_ms):
-        if update_voter.should_send(node, now_ms):
-            node.update_voter_next_ms = now_ms + node.config.fetch_timeout_ms
-            request: object = update_voter.build_request(node)
-        elif auto_join.should_send(node, now_ms):
-            node.auto_join_next_ms = now_ms + node.config.fetch_timeout_ms
-            request = auto_join.build_request(node)
+    if may_fetch(ctx) and ctx.requests.is_ready(target, now_ms):
+        period_end = now_ms + ctx.config.fetch_timeout_ms
+        if update_voter.should_send(ctx, st, now_ms):
+            ctx.update_state(replace(_follower(ctx), update_voter_next_ms=period_end))
+            request: object = update_voter.build_request(ctx)
+        elif auto_join.should_send(ctx, st, now_ms):
+            ctx.update_state(replace(_follower(ctx), auto_join_next_ms=period_end))
+            request = auto_join.build_request(ctx)
         elif st.fetching_snapshot is not None:
             snapshot_id, received = st.fetching_snapshot
-            request = fetch_snapshot.build_fetch_snapshot_request(node, snapshot_id, len(received))
+            request = fetch_snapshot.build_fetch_snapshot_request(ctx, snapshot_id, len(received))
         else:
-            request = build_fetch_request(node)
-        node.send(target, request, discovery.leader_send_endpoint(node, st))
-    nd = node.requests.next_deadline_ms(target)
+            request = build_fetch_request(ctx)
+        ctx.send(target, request, discovery.leader_send_endpoint(ctx, st))
+    nd = ctx.requests.next_deadline_ms(target)
     if nd is not None and nd > now_ms:
         deadline = min(deadline, nd)
     return deadline
 
 
-def poll_unattached(node: RaftNode, st: UnattachedState, now_ms: int) -> int:
+def _follower(ctx: RaftContext) -> FollowerState:
+    """The current state, a Follower (`poll_follower` may be handed a modified copy)."""
+    st = ctx.state
+    assert isinstance(st, FollowerState)
+    return st
+
+
+def poll_unattached(ctx: RaftContext, st: UnattachedState, now_ms: int) -> int:
     """Discover the leader by fetching from a random bootstrap node (the bootstrap servers, or
     the other voters of a static quorum), one request at a time."""
-    build = partial(build_fetch_request, node) if may_fetch(node) else None
-    return discovery.send_fetch_to_any_bootstrap(node, now_ms, build)
+    build = partial(build_fetch_request, ctx) if may_fetch(ctx) else None
+    return discovery.send_fetch_to_any_bootstrap(ctx, now_ms, build)
 
 
-def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
+def handle_fetch_response(ctx: RaftContext, event: ResponseReceived) -> None:
     response = event.message
     assert isinstance(response, FetchResponseData)
     if response.error_code != 0 or len(response.responses) != 1:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
     partitions = response.responses[0].partitions
     if len(partitions) != 1:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
     p = partitions[0]
     error = to_error(p.error_code)
     leader = p.current_leader
-    endpoint = discovery.from_fetch_response(node, leader.leader_id, response.node_endpoints)
-    if maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch, endpoint):
+    endpoint = discovery.from_fetch_response(ctx, leader.leader_id, response.node_endpoints)
+    if maybe_handle_common_response(ctx, error, leader.leader_id, leader.leader_epoch, endpoint):
         if error != Errors.NONE:
-            node.requests.back_off(event.source, node.now_ms)
+            ctx.requests.back_off(event.source, ctx.now_ms)
         return
-    st = node.state
+    st = ctx.state
     if error != Errors.NONE:
-        node.requests.back_off(event.source, node.now_ms)
+        ctx.requests.back_off(event.source, ctx.now_ms)
         return
     if not isinstance(st, FollowerState) or event.source != st.leader_id:
         return
     if p.diverging_epoch.epoch >= 0:
         truncate_on_divergence(
-            node, OffsetAndEpoch(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
+            ctx, OffsetAndEpoch(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
         )
     elif p.snapshot_id.epoch >= 0 and p.snapshot_id.end_offset >= 0:
         # The leader wants us to fetch its snapshot first (KIP-630): FetchSnapshot from 0.
@@ -160,31 +168,31 @@ def handle_fetch_response(node: RaftNode, event: ResponseReceived) -> None:
         st = replace(st, fetching_snapshot=(sid, b""))
     else:
         entries = event.entries
-        if entries and entries[0].offset == node.log.end_offset:
-            append_as_follower(node, entries)
+        if entries and entries[0].offset == ctx.log.end_offset:
+            append_as_follower(ctx, entries)
         if p.high_watermark >= 0:
-            new_hw = min(p.high_watermark, node.log.end_offset)
+            new_hw = min(p.high_watermark, ctx.log.end_offset)
             if st.high_watermark is None or new_hw > st.high_watermark:
                 st = replace(st, high_watermark=new_hw)
-    node.update_state(
-        replace(st, fetch_deadline_ms=node.now_ms + node.config.fetch_timeout_ms, has_fetched=True)
+    ctx.update_state(
+        replace(st, fetch_deadline_ms=ctx.now_ms + ctx.config.fetch_timeout_ms, has_fetched=True)
     )
 
 
-def truncate_on_divergence(node: RaftNode, diverging: OffsetAndEpoch) -> None:
-    offset = node.log.truncation_offset_for(diverging)
-    hw = node.high_watermark
+def truncate_on_divergence(ctx: RaftContext, diverging: OffsetAndEpoch) -> None:
+    offset = ctx.log.truncation_offset_for(diverging)
+    hw = ctx.high_watermark
     if hw is not None and offset < hw:
         raise TruncationBelowHighWatermark(f"leader asked to truncate to {offset} below HW {hw}")
-    if offset < node.log.end_offset:
-        node.log.truncate_to(offset)
-        node.emit(TruncateLog(offset))
+    if offset < ctx.log.end_offset:
+        ctx.log.truncate_to(offset)
+        ctx.emit(TruncateLog(offset))
 
 
-def append_as_follower(node: RaftNode, entries: tuple[LogEntry, ...]) -> None:
-    node.log.append(entries)
-    node.emit(AppendEntries(entries))
-    node.emit(FlushLog(node.log.end_offset))
+def append_as_follower(ctx: RaftContext, entries: tuple[LogEntry, ...]) -> None:
+    ctx.log.append(entries)
+    ctx.emit(AppendEntries(entries))
+    ctx.emit(FlushLog(ctx.log.end_offset))
 
 
 # --- leader side ---------------------------------------------------------------------------
@@ -194,13 +202,13 @@ def _replica_id(request: FetchRequestData) -> int:
 
 
 def build_fetch_response(
-    node: RaftNode,
+    ctx: RaftContext,
     error: Errors,
     diverging: OffsetAndEpoch | None = None,
     *,
     snapshot: OffsetAndEpoch | None = None,
 ) -> FetchResponseData:
-    hw = node.high_watermark if error == Errors.NONE else None
+    hw = ctx.high_watermark if error == Errors.NONE else None
     diverging_epoch = FetchResponseData.EpochEndOffset()
     if diverging is not None:
         diverging_epoch = FetchResponseData.EpochEndOffset(
@@ -210,85 +218,99 @@ def build_fetch_response(
         partition_index=PARTITION,
         error_code=int(error),
         high_watermark=-1 if hw is None else hw,
-        log_start_offset=node.log.start_offset,
+        log_start_offset=ctx.log.start_offset,
         diverging_epoch=diverging_epoch,
         snapshot_id=FetchResponseData.SnapshotId()
         if snapshot is None
         else FetchResponseData.SnapshotId(end_offset=snapshot.offset, epoch=snapshot.epoch),
         current_leader=FetchResponseData.LeaderIdAndEpoch(
-            leader_id=node.leader_id, leader_epoch=node.epoch
+            leader_id=ctx.leader_id, leader_epoch=ctx.state.epoch
         ),
     )
     return FetchResponseData(
         responses=[
             FetchResponseData.FetchableTopicResponse(
-                topic=node.topic.name, topic_id=node.topic.id, partitions=[partition]
+                topic=ctx.local.topic.name, topic_id=ctx.local.topic.id, partitions=[partition]
             )
         ],
-        node_endpoints=discovery.fetch_response_endpoints(node),
+        node_endpoints=discovery.fetch_response_endpoints(ctx),
     )
 
 
-def is_voter_fetch(node: RaftNode, replica_id: int, p: FetchRequestData.FetchPartition) -> bool:
+def is_voter_fetch(ctx: RaftContext, replica_id: int, p: FetchRequestData.FetchPartition) -> bool:
     """Is the fetcher a voter by its key (KIP-853)? Decided once per request: a voter's id
     with another directory id (a wiped disk) is an observer's fetch."""
-    return node.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
+    return ctx.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
+
+
+class FetchCompletion(NamedTuple):
+    """What `try_complete_fetch_request` decided: the response and its records, whether the
+    fetcher diverged (or must load a snapshot), and whether its offset moved the HW (then
+    parked fetches may complete: `complete_purgatory`)."""
+
+    response: FetchResponseData
+    entries: tuple[LogEntry, ...] = ()
+    diverged: bool = False
+    hw_moved: bool = False
 
 
 def try_complete_fetch_request(
-    node: RaftNode,
+    ctx: RaftContext,
     replica_id: int,
     p: FetchRequestData.FetchPartition,
     voter: bool,
-) -> tuple[FetchResponseData, tuple[LogEntry, ...], bool]:
-    """Kafka's `tryCompleteFetchRequest`: (response, records, diverged). `voter`: the fetcher
-    is a voter by its key (`is_voter_fetch`)."""
-    error = validate_leader_only_request(node, p.current_leader_epoch)
+) -> FetchCompletion:
+    """Kafka's `tryCompleteFetchRequest`. `voter`: the fetcher is a voter by its key
+    (`is_voter_fetch`)."""
+    error = validate_leader_only_request(ctx, p.current_leader_epoch)
     if error != Errors.NONE:
-        return build_fetch_response(node, error), (), False
-    valid = node.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
+        return FetchCompletion(build_fetch_response(ctx, error))
+    valid = ctx.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
     if valid.kind is ValidationKind.SNAPSHOT:
-        return build_fetch_response(node, Errors.NONE, snapshot=valid.offset_and_epoch), (), True
+        snapshot = valid.offset_and_epoch
+        return FetchCompletion(build_fetch_response(ctx, Errors.NONE, snapshot=snapshot), (), True)
     if valid.kind is ValidationKind.DIVERGING:
-        return build_fetch_response(node, Errors.NONE, valid.offset_and_epoch), (), True
-    leader = node.state
+        diverging = valid.offset_and_epoch
+        return FetchCompletion(build_fetch_response(ctx, Errors.NONE, diverging), (), True)
+    leader = ctx.state
     assert isinstance(leader, LeaderState)
-    entries = tuple(node.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
+    entries = tuple(ctx.log.read(p.fetch_offset, MAX_FETCH_ENTRIES))
+    hw_moved = False
     if replica_id >= 0:
         # Kafka's `updateReplicaState`: only a validated fetch counts, for the HW and for
         # check-quorum; caught-up is measured against the leader's *flushed* end offset.
         key = replica_key(replica_id, p.replica_directory_id)
-        if leader.data.progress.update_replica(
+        hw_moved = leader.data.progress.update_replica(
             replica_id,
             p.fetch_offset,
-            node.log.flushed_offset,
-            node.now_ms,
+            ctx.log.flushed_offset,
+            ctx.now_ms,
             None if voter else key,
-        ):
-            node.hw_moved = True
+        )
         if voter:
-            node.note_voter_fetch(key)
-    return build_fetch_response(node, Errors.NONE), entries, False
+            check_quorum.update_check_quorum_for_following_voter(ctx, key)
+    return FetchCompletion(build_fetch_response(ctx, Errors.NONE), entries, False, hw_moved)
 
 
-def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_fetch_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, FetchRequestData)
 
     def respond(message: FetchResponseData, entries: tuple[LogEntry, ...] = ()) -> None:
-        node.emit(SendResponse(event.source, event.correlation_id, message, entries))
+        ctx.emit(SendResponse(event.source, event.correlation_id, message, entries))
 
-    if not has_valid_cluster_id(node, request.cluster_id):
-        respond(FetchResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    p = single_partition(
-        request.topics,
-        lambda t: t.topic_id == node.topic.id,
-        lambda t: t.partitions,
-        lambda p: p.partition,
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        single_partition(
+            request.topics,
+            lambda t: t.topic_id == ctx.local.topic.id,
+            lambda t: t.partitions,
+            lambda p: p.partition,
+        ),
+        lambda error: respond(FetchResponseData(error_code=int(error))),
     )
     if p is None:
-        respond(FetchResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
     if (
         request.max_wait_ms < 0
@@ -296,20 +318,20 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
         or p.last_fetched_epoch < 0
         or p.last_fetched_epoch > p.current_leader_epoch
     ):
-        respond(build_fetch_response(node, Errors.INVALID_REQUEST))
+        respond(build_fetch_response(ctx, Errors.INVALID_REQUEST))
         return
     replica_id = _replica_id(request)
-    voter = is_voter_fetch(node, replica_id, p)
-    leader = node.state
-    if voter and isinstance(leader, LeaderState) and p.current_leader_epoch == node.epoch:
+    voter = is_voter_fetch(ctx, replica_id, p)
+    leader = ctx.state
+    if voter and isinstance(leader, LeaderState) and p.current_leader_epoch == ctx.state.epoch:
         leader.data.progress.fetch_arrived(replica_id)
-    response, entries, diverged = try_complete_fetch_request(node, replica_id, p, voter)
+    response, entries, diverged, hw_moved = try_complete_fetch_request(ctx, replica_id, p, voter)
     part = response.responses[0].partitions[0]
-    hw = node.high_watermark
+    hw = ctx.high_watermark
     follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark
     hw_stale = hw is not None and follower_hw is not None and follower_hw < hw
     if part.error_code != 0 or entries or request.max_wait_ms == 0 or diverged or hw_stale:
-        _note_response_sent(node, replica_id, voter, response)
+        _note_response_sent(ctx, replica_id, voter, response)
         respond(response, entries)
     else:
         parked = ParkedFetch(
@@ -317,54 +339,59 @@ def handle_fetch_request(node: RaftNode, event: RequestReceived) -> None:
             event.correlation_id,
             p.fetch_offset,
             follower_hw,
-            node.now_ms + request.max_wait_ms,
+            ctx.now_ms + request.max_wait_ms,
             (event.source, event.correlation_id, request),
         )
-        st = node.state
+        st = ctx.state
         assert isinstance(st, LeaderState)  # only a leader parks (errors are answered at once)
         replaced = st.data.purgatory.park(parked)
-        if replaced is not None:
-            complete_parked_fetch(node, replaced)
-    if node.hw_moved:
-        complete_purgatory(node)
+        if replaced is not None and complete_parked_fetch(ctx, replaced):
+            hw_moved = True
+    if hw_moved:
+        complete_purgatory(ctx)
 
 
-def complete_parked_fetch(node: RaftNode, parked: ParkedFetch[ParkedRequest]) -> None:
+def complete_parked_fetch(ctx: RaftContext, parked: ParkedFetch[ParkedRequest]) -> bool:
+    """Answer one parked fetch now; True when its offset moved the HW."""
     source, correlation_id, request = parked.request
     p = request.topics[0].partitions[0]
-    voter = is_voter_fetch(node, parked.replica_id, p)
-    if isinstance(node.state, LeaderState):
-        response, entries, _ = try_complete_fetch_request(node, parked.replica_id, p, voter)
+    voter = is_voter_fetch(ctx, parked.replica_id, p)
+    hw_moved = False
+    if isinstance(ctx.state, LeaderState):
+        completion = try_complete_fetch_request(ctx, parked.replica_id, p, voter)
+        response, entries, hw_moved = completion.response, completion.entries, completion.hw_moved
     else:
-        response, entries = build_fetch_response(node, Errors.NOT_LEADER_OR_FOLLOWER), ()
-        if node.epoch > request.topics[0].partitions[0].current_leader_epoch:
-            response = build_fetch_response(node, Errors.FENCED_LEADER_EPOCH)
-    _note_response_sent(node, parked.replica_id, voter, response)
-    node.emit(SendResponse(source, correlation_id, response, entries))
+        response, entries = build_fetch_response(ctx, Errors.NOT_LEADER_OR_FOLLOWER), ()
+        if ctx.state.epoch > request.topics[0].partitions[0].current_leader_epoch:
+            response = build_fetch_response(ctx, Errors.FENCED_LEADER_EPOCH)
+    _note_response_sent(ctx, parked.replica_id, voter, response)
+    ctx.emit(SendResponse(source, correlation_id, response, entries))
+    return hw_moved
 
 
 def _note_response_sent(
-    node: RaftNode, replica_id: int, voter: bool, response: FetchResponseData
+    ctx: RaftContext, replica_id: int, voter: bool, response: FetchResponseData
 ) -> None:
     """A successful response to a voter (by key): the read lease's send time."""
-    st = node.state
+    st = ctx.state
     if (
         voter
         and isinstance(st, LeaderState)
         and response.responses[0].partitions[0].error_code == 0
     ):
-        st.data.progress.response_sent(replica_id, node.now_ms)
+        st.data.progress.response_sent(replica_id, ctx.now_ms)
 
 
-def complete_purgatory(node: RaftNode) -> None:
+def complete_purgatory(ctx: RaftContext) -> None:
     """Answer every parked fetch that now has data, a newer HW, or has expired."""
     while True:
-        node.hw_moved = False
-        st = node.state
+        st = ctx.state
         if not isinstance(st, LeaderState):
             return
-        done = st.data.purgatory.complete(node.log.end_offset, node.high_watermark, node.now_ms)
+        done = st.data.purgatory.complete(ctx.log.end_offset, ctx.high_watermark, ctx.now_ms)
+        hw_moved = False
         for parked in done:
-            complete_parked_fetch(node, parked)
-        if not node.hw_moved:
+            if complete_parked_fetch(ctx, parked):
+                hw_moved = True
+        if not hw_moved:
             return

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from metaquorum.core import check_quorum
 from metaquorum.core.effects import InstallSnapshot, SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.ids import OffsetAndEpoch
@@ -23,9 +24,9 @@ from metaquorum.core.log import Snapshot
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     maybe_handle_common_response,
     replica_key,
+    request_prelude,
     response_failed,
     to_error,
     validate_leader_only_request,
@@ -35,35 +36,37 @@ from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchSnapshotRequestData, FetchSnapshotResponseData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 SNAPSHOT_CHUNK_BYTES = 8 * 1024 * 1024  # Kafka sends MAX_FETCH_SIZE_BYTES
 
 
 def build_fetch_snapshot_request(
-    node: RaftNode, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int | None = None
+    ctx: RaftContext, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int | None = None
 ) -> FetchSnapshotRequestData:
     partition = FetchSnapshotRequestData.PartitionSnapshot(
         partition=PARTITION,
-        current_leader_epoch=node.epoch,
+        current_leader_epoch=ctx.state.epoch,
         snapshot_id=FetchSnapshotRequestData.SnapshotId(
             end_offset=snapshot_id.offset, epoch=snapshot_id.epoch
         ),
         position=position,
-        replica_directory_id=directory_uuid(node.local_directory_id),
+        replica_directory_id=directory_uuid(ctx.local.directory_id),
     )
     return FetchSnapshotRequestData(
-        cluster_id=node.cluster_id,
-        replica_id=node.local_id,
-        max_bytes=node.config.snapshot_chunk_bytes if max_bytes is None else max_bytes,
+        cluster_id=ctx.local.cluster_id,
+        replica_id=ctx.local.id,
+        max_bytes=ctx.config.snapshot_chunk_bytes if max_bytes is None else max_bytes,
         topics=[
-            FetchSnapshotRequestData.TopicSnapshot(name=node.topic.name, partitions=[partition])
+            FetchSnapshotRequestData.TopicSnapshot(
+                name=ctx.local.topic.name, partitions=[partition]
+            )
         ],
     )
 
 
 def build_fetch_snapshot_response(
-    node: RaftNode,
+    ctx: RaftContext,
     error: Errors,
     snapshot_id: OffsetAndEpoch | None = None,
     *,
@@ -81,7 +84,7 @@ def build_fetch_snapshot_response(
         error_code=int(error),
         snapshot_id=sid,
         current_leader=FetchSnapshotResponseData.LeaderIdAndEpoch(
-            leader_id=node.leader_id, leader_epoch=node.epoch
+            leader_id=ctx.leader_id, leader_epoch=ctx.state.epoch
         ),
         size=size,
         position=position,
@@ -89,67 +92,72 @@ def build_fetch_snapshot_response(
     )
     return FetchSnapshotResponseData(
         topics=[
-            FetchSnapshotResponseData.TopicSnapshot(name=node.topic.name, partitions=[partition])
+            FetchSnapshotResponseData.TopicSnapshot(
+                name=ctx.local.topic.name, partitions=[partition]
+            )
         ]
     )
 
 
-def handle_fetch_snapshot_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_fetch_snapshot_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, FetchSnapshotRequestData)
 
     def respond(message: FetchSnapshotResponseData) -> None:
-        node.emit(SendResponse(event.source, event.correlation_id, message))
+        ctx.emit(SendResponse(event.source, event.correlation_id, message))
 
-    if not has_valid_cluster_id(node, request.cluster_id):
-        respond(FetchSnapshotResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
-        respond(FetchSnapshotResponseData(error_code=int(Errors.INVALID_REQUEST)))
+    one = len(request.topics) == 1 and len(request.topics[0].partitions) == 1
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        request.topics[0].partitions[0] if one else None,
+        lambda error: respond(FetchSnapshotResponseData(error_code=int(error))),
+    )
+    if p is None:
         return
     topic = request.topics[0]
-    p = topic.partitions[0]
-    if topic.name != node.topic.name or p.partition != PARTITION:
-        respond(build_fetch_snapshot_response(node, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+    if topic.name != ctx.local.topic.name or p.partition != PARTITION:
+        respond(build_fetch_snapshot_response(ctx, Errors.UNKNOWN_TOPIC_OR_PARTITION))
         return
-    error = validate_leader_only_request(node, p.current_leader_epoch)
+    error = validate_leader_only_request(ctx, p.current_leader_epoch)
     if error != Errors.NONE:
-        respond(build_fetch_snapshot_response(node, error))
+        respond(build_fetch_snapshot_response(ctx, error))
         return
     wanted = OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset)
-    snap = node.log.snapshot
+    snap = ctx.log.snapshot
     if snap is None or snap.snapshot_id != wanted:
-        respond(build_fetch_snapshot_response(node, Errors.SNAPSHOT_NOT_FOUND, wanted))
+        respond(build_fetch_snapshot_response(ctx, Errors.SNAPSHOT_NOT_FOUND, wanted))
         return
     size = len(snap.payload)
     if p.position < 0 or p.position >= size:
-        respond(build_fetch_snapshot_response(node, Errors.POSITION_OUT_OF_RANGE, wanted))
+        respond(build_fetch_snapshot_response(ctx, Errors.POSITION_OUT_OF_RANGE, wanted))
         return
     chunk = snap.payload[p.position : p.position + max(0, request.max_bytes)]
-    node.note_voter_fetch(replica_key(request.replica_id, p.replica_directory_id))
+    key = replica_key(request.replica_id, p.replica_directory_id)
+    check_quorum.update_check_quorum_for_following_voter(ctx, key)
     respond(
         build_fetch_snapshot_response(
-            node, Errors.NONE, wanted, size=size, position=p.position, chunk=chunk
+            ctx, Errors.NONE, wanted, size=size, position=p.position, chunk=chunk
         )
     )
 
 
-def handle_fetch_snapshot_response(node: RaftNode, event: ResponseReceived) -> None:
+def handle_fetch_snapshot_response(ctx: RaftContext, event: ResponseReceived) -> None:
     response = event.message
     assert isinstance(response, FetchSnapshotResponseData)
     if response.error_code != 0 or len(response.topics) != 1:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
     partitions = response.topics[0].partitions
     if len(partitions) != 1:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
     p = partitions[0]
     error = to_error(p.error_code)
     leader = p.current_leader
-    if maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch):
+    if maybe_handle_common_response(ctx, error, leader.leader_id, leader.leader_epoch):
         return
-    st = node.state
+    st = ctx.state
     if not isinstance(st, FollowerState) or event.source != st.leader_id:
         return
     if st.fetching_snapshot is None:
@@ -157,25 +165,23 @@ def handle_fetch_snapshot_response(node: RaftNode, event: ResponseReceived) -> N
     sid, received = st.fetching_snapshot
     if error != Errors.NONE:
         # The leader moved on (a newer snapshot) or we asked for nonsense: start over by Fetch.
-        node.requests.back_off(event.source, node.now_ms)
-        node.update_state(replace(st, fetching_snapshot=None))
+        ctx.requests.back_off(event.source, ctx.now_ms)
+        ctx.update_state(replace(st, fetching_snapshot=None))
         return
     if OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset) != sid:
         return
     if p.position != len(received):
         return  # a stale or duplicated chunk
     received += p.unaligned_records or b""
-    deadline = node.now_ms + node.config.fetch_timeout_ms
+    deadline = ctx.now_ms + ctx.config.fetch_timeout_ms
     if len(received) < p.size:
-        node.update_state(
-            replace(st, fetching_snapshot=(sid, received), fetch_deadline_ms=deadline)
-        )
+        ctx.update_state(replace(st, fetching_snapshot=(sid, received), fetch_deadline_ms=deadline))
         return
     snapshot = Snapshot(sid, received)
-    node.log.install_snapshot(snapshot)
-    node.emit(InstallSnapshot(snapshot))
+    ctx.log.install_snapshot(snapshot)
+    ctx.emit(InstallSnapshot(snapshot))
     hw = st.high_watermark
-    node.update_state(
+    ctx.update_state(
         replace(
             st,
             fetching_snapshot=None,

@@ -26,12 +26,12 @@ from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import KRaftVersionRecord
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 
-def update_volatile_voter(node: RaftNode, voter: VoterNode) -> Errors:
+def update_volatile_voter(ctx: RaftContext, voter: VoterNode) -> Errors:
     """UpdateRaftVoter on a kraft.version 0 leader: remember the voter in memory."""
-    st = node.state
+    st = ctx.state
     assert isinstance(st, LeaderState)
     volatile = st.data.volatile_voters
     if volatile is None:
@@ -43,20 +43,20 @@ def update_volatile_voter(node: RaftNode, voter: VoterNode) -> Errors:
     return Errors.NONE
 
 
-def handle_upgrade(node: RaftNode, event: UpgradeKRaftVersion) -> None:
-    error = _upgrade(node, event)
-    node.emit(KRaftVersionUpgrade(event.version, error))
+def handle_upgrade(ctx: RaftContext, event: UpgradeKRaftVersion) -> None:
+    error = _upgrade(ctx, event)
+    ctx.emit(KRaftVersionUpgrade(event.version, error))
 
 
-def _upgrade(node: RaftNode, event: UpgradeKRaftVersion) -> str | None:
-    st = node.state
+def _upgrade(ctx: RaftContext, event: UpgradeKRaftVersion) -> str | None:
+    st = ctx.state
     if not isinstance(st, LeaderState) or st.epoch != event.epoch:
         return f"not the leader of epoch {event.epoch}"
     data = st.data
     pending = data.upgrading_to
     if pending is not None:
         return None if pending == event.version else f"an upgrade to {pending} is pending"
-    persisted = node.control.latest_kraft_version()
+    persisted = ctx.control.latest_kraft_version()
     if persisted == event.version:
         return None
     if persisted > event.version:
@@ -64,8 +64,8 @@ def _upgrade(node: RaftNode, event: UpgradeKRaftVersion) -> str | None:
     volatile = data.volatile_voters
     if volatile is None or event.version != 1:
         return f"cannot upgrade kraft.version {persisted} to {event.version}"
-    if volatile.voter_ids != node.voters.voter_ids:
-        return f"voters {volatile.sorted_ids()} differ from {node.voters.sorted_ids()}"
+    if volatile.voter_ids != ctx.voters.voter_ids:
+        return f"voters {volatile.sorted_ids()} differ from {ctx.voters.sorted_ids()}"
     if not volatile.supports_version(event.version):
         return f"not all of the voters support kraft.version {event.version} yet"
     if any(k.directory_id is None for k in volatile.voter_keys()):
@@ -74,9 +74,9 @@ def _upgrade(node: RaftNode, event: UpgradeKRaftVersion) -> str | None:
         return None
     data.upgrading_to = event.version
     data.volatile_voters = None
-    start = node.log.end_offset
+    start = ctx.log.end_offset
     record = KRaftVersionRecord(version=0, kraft_version=event.version)
-    node.append_as_leader(
+    ctx.append_as_leader(
         [
             LogEntry.of_control(start, st.epoch, record),
             LogEntry.of_control(start + 1, st.epoch, volatile.to_voters_record()),

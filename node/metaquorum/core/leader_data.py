@@ -22,7 +22,7 @@ from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
 
 if TYPE_CHECKING:
-    from metaquorum.core.voter_change import PendingVoterChange
+    from metaquorum.core.pending_voter_change import PendingVoterChange
     from metaquorum.core.voter_set import VoterSet
 
 

@@ -5,7 +5,8 @@ outbound requests, linger), and returns the ordered effects and the next deadlin
 families live in their own modules (`vote`, `begin_quorum_epoch`, `end_quorum_epoch`, `fetch`,
 `describe_quorum`), named as Kafka names them and dispatched by message type (`dispatch`); this
 module owns the state and the transition gate calls; the append path and the commit
-bookkeeping are `append_path.py`.
+bookkeeping are `append_path.py`. Handlers see it only as a `RaftContext` (`context.py`): they
+read through it and act through its methods, and never assign its attributes.
 
 Invariants:
 - every state change goes through `transition_to`, which calls the gate and emits
@@ -13,10 +14,14 @@ Invariants:
   role, epoch and election state goes through `update_state` (no handler assigns `state`);
 - the leader counts only its *flushed* end offset toward the HW (`Flushed` events);
 - a follower sends its next Fetch only when everything it appended has come back `Flushed`;
-- `HighWatermarkAdvanced` is emitted once per HW change and never goes backwards.
+- `HighWatermarkAdvanced` is emitted once per HW change and never goes backwards;
+- one poll loop: a poll that changes the state returns `PollAgain`, and `poll` polls again.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from metaquorum.core import (
     append_path,
@@ -25,17 +30,20 @@ from metaquorum.core import (
     epoch_start,
     fetch,
     kraft_upgrade,
-    leader,
+    next_state,
     voter_change,
 )
 from metaquorum.core.config import QuorumConfig
+from metaquorum.core.context import PollAgain
 from metaquorum.core.effects import (
     AppendFailed,
     Effect,
+    HighWatermarkAdvanced,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     Step,
+    VotersChanged,
 )
 from metaquorum.core.events import (
     ClientAppend,
@@ -53,25 +61,22 @@ from metaquorum.core.events import (
 from metaquorum.core.high_watermark import LeaderProgress
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
-from metaquorum.core.leader_data import LeaderData
+from metaquorum.core.local_replica import LocalReplica
 from metaquorum.core.log import LogEntry, RaftLog
 from metaquorum.core.poll import initial_state, poll_current_state
 from metaquorum.core.read_lease import holds_read_lease
 from metaquorum.core.request_manager import RequestManager
 from metaquorum.core.rng import RandomSource
 from metaquorum.core.states import (
-    CandidateState,
     ElectionState,
     EpochState,
     FollowerState,
     LeaderState,
-    ProspectiveState,
     ResignedState,
     UnattachedState,
 )
 from metaquorum.core.transitions import check_in_place_update, check_transition
-from metaquorum.core.vote_tally import VoteTally
-from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
+from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.types import METADATA_RAFT_TOPIC, RaftTopic
 
@@ -99,13 +104,11 @@ class RaftNode:
         bootstrap_servers: tuple[ListenerEndpoint, ...] = (),
         topic: RaftTopic = METADATA_RAFT_TOPIC,
     ) -> None:
-        self.local_id = local_id
-        self.topic = topic  # the one topic partition replicated, on the wire
-        self.local_directory_id = local_directory_id
-        self.local_endpoints = local_endpoints
-        # Kafka's pseudo-id nodes for controller.quorum.bootstrap.servers (discovery.py).
-        self.bootstrap_nodes = discovery.pseudo_nodes(bootstrap_servers, local_endpoints)
-        self.cluster_id = cluster_id
+        # Who this replica is; the Kafka pseudo-id nodes of controller.quorum.bootstrap.servers.
+        bootstrap = discovery.pseudo_nodes(bootstrap_servers, local_endpoints)
+        self.local = LocalReplica(
+            local_id, cluster_id, topic, local_directory_id, local_endpoints, bootstrap
+        )
         self.config = config
         self.rng = rng
         self.log = log
@@ -117,22 +120,29 @@ class RaftNode:
         self.control.on_append(log.entries())
         log.listeners.append(self.control)
         self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
-        self.hw_moved = False
         self.effects: list[Effect] = []
         self.now_ms = now_ms
+        self.shutdown_started_ms: int | None = None
         self._correlation = first_correlation_id
-        self.reported_hw = -1
+        # What the driver has been told (each reported once, when it changes).
+        self._reported_hw = -1
         self._reported_leader: tuple[int, int] | None = None
-        self.reported_voters = self.voters
+        self._reported_voters = self.voters
         self._persisted: ElectionState | None = election
-        self.shutting_down = False
-        self.shutdown_started_ms = 0
-        self.update_voter_next_ms = 0  # KIP-853: when this voter may next send UpdateRaftVoter
-        self.update_voter_acked: tuple[int, int] | None = None  # (epoch, leader) that took it
-        self.auto_join_next_ms = 0  # KIP-853 auto-join: when this observer may next ask
         self.state: EpochState = initial_state(self, election or ElectionState(0), now_ms)
 
-    # --- identity ----------------------------------------------------------------------------
+    # --- identity and views (the runtime, the simulator and tests read these) ----------------
+    @property
+    def local_id(self) -> int:
+        return self.local.id
+
+    @property
+    def topic(self) -> RaftTopic:
+        return self.local.topic
+
+    def local_key(self) -> ReplicaKey:
+        return self.local.key
+
     @property
     def voters(self) -> VoterSet:
         """The voter set as of the log's end (every reader of membership uses this one)."""
@@ -140,7 +150,7 @@ class RaftNode:
 
     @property
     def is_voter(self) -> bool:
-        return self.voters.is_voter(self.local_key())
+        return self.voters.is_voter(self.local.key)
 
     @property
     def epoch(self) -> int:
@@ -149,18 +159,12 @@ class RaftNode:
     @property
     def leader_id(self) -> int:
         """Kafka's `leaderIdOrSentinel` (a Resigned replica still names itself)."""
-        return self.state.election(self.local_id).leader_id
-
-    @property
-    def leader_data(self) -> LeaderData | None:
-        """The current term's data when leading (owned by the LeaderState), else None."""
-        st = self.state
-        return st.data if isinstance(st, LeaderState) else None
+        return self.state.election(self.local.id).leader_id
 
     @property
     def progress(self) -> LeaderProgress | None:
-        data = self.leader_data
-        return None if data is None else data.progress
+        st = self.state
+        return st.data.progress if isinstance(st, LeaderState) else None
 
     def holds_read_lease(self, now_ms: int) -> bool:
         """May this leader answer a consumer read at `now_ms` (core/read_lease.py)?"""
@@ -168,7 +172,7 @@ class RaftNode:
         if not isinstance(st, LeaderState):
             return False
         voters = st.data.progress.voters
-        return holds_read_lease(self.local_id, voters, self.config.fetch_timeout_ms, now_ms)
+        return holds_read_lease(self.local.id, voters, self.config.fetch_timeout_ms, now_ms)
 
     @property
     def high_watermark(self) -> int | None:
@@ -178,22 +182,18 @@ class RaftNode:
         return st.high_watermark
 
     @property
+    def shutting_down(self) -> bool:
+        return self.shutdown_started_ms is not None
+
+    @property
     def shutdown_complete(self) -> bool:
         """Kafka's `maybeCompleteShutdown`: an observer, the only voter, or another leader is
         known (so this replica's resignation has been taken over)."""
-        if not self.shutting_down:
+        if self.shutdown_started_ms is None:
             return False
-        if not self.is_voter or self.voters.voter_ids == frozenset({self.local_id}):
+        if not self.is_voter or self.voters.voter_ids == frozenset({self.local.id}):
             return True
-        return self.leader_id >= 0 and self.leader_id != self.local_id
-
-    def next_correlation_id(self) -> int:
-        self._correlation += 1
-        return self._correlation
-
-    def random_election_timeout_ms(self) -> int:
-        t = self.config.election_timeout_ms
-        return t + self.rng.randrange(t) if t > 0 else 0
+        return self.leader_id >= 0 and self.leader_id != self.local.id
 
     # --- the step ----------------------------------------------------------------------------
     def start(self, now_ms: int) -> Step:
@@ -205,7 +205,7 @@ class RaftNode:
         self._persist_if_changed()
         if isinstance(self.state, FollowerState):
             self._note_leader()
-        only_voter = self.voters.voter_ids == frozenset({self.local_id})
+        only_voter = self.voters.voter_ids == frozenset({self.local.id})
         if only_voter and isinstance(self.state, UnattachedState | FollowerState | ResignedState):
             self.transition_to_prospective()
         return self._finish(now_ms)
@@ -213,40 +213,41 @@ class RaftNode:
     def handle(self, event: Event, now_ms: int) -> Step:
         self.effects = []
         self.now_ms = now_ms
-        if isinstance(event, RequestReceived):
-            self._handle_request(event)
-        elif isinstance(event, ResponseReceived):
-            self._handle_response(event)
-        elif isinstance(event, Flushed):
-            append_path.handle_flushed(self, event.offset)
-        elif isinstance(event, ClientAppend):
-            append_path.handle_client_append(self, event)
-        elif isinstance(event, RequestFailed):
-            self.requests.on_response(event.destination, event.correlation_id, False, now_ms)
-        elif isinstance(event, CreateSnapshot):
-            append_path.create_snapshot(self, event)
-        elif isinstance(event, Resign):
-            if isinstance(self.state, LeaderState):
-                self.resign()
-        elif isinstance(event, UpgradeKRaftVersion):
-            kraft_upgrade.handle_upgrade(self, event)
-        elif isinstance(event, Shutdown) and not self.shutting_down:
-            self.shutting_down = True  # the poll below hands a leader's log over, then resigns
-            self.shutdown_started_ms = now_ms
-        elif not isinstance(event, Poll):
+        handler = _EVENT_HANDLERS.get(type(event))
+        if handler is None:
             raise TypeError(f"unknown event {event!r}")
+        handler(self, event)
         return self._finish(now_ms)
 
     def _finish(self, now_ms: int) -> Step:
         deadline = self.poll(now_ms)
-        append_path.report_progress(self)
+        self._report_progress()
         return Step(self.effects, max(deadline, now_ms))
 
-    def append_as_leader(self, entries: list[LogEntry]) -> None:
-        append_path.append_as_leader(self, entries)
+    def poll(self, now_ms: int) -> int:
+        """Kafka's `pollCurrentState`, in one loop: act on timers and send what is due; a
+        state change polls the new state. Returns the next deadline."""
+        bound = NEVER
+        result = poll_current_state(self, now_ms)
+        while isinstance(result, PollAgain):
+            bound = min(bound, result.at_most_ms)
+            result = poll_current_state(self, now_ms)
+        return min(result, bound)
 
-    def leader_local_progress(self) -> None:
-        append_path.leader_local_progress(self)
+    def _report_progress(self) -> None:
+        """Tell the driver what changed: the voter set, the HW (and so committed appends and
+        voter changes)."""
+        voters = self.voters
+        if voters is not self._reported_voters:
+            if voters != self._reported_voters:
+                self.emit(VotersChanged(voters))
+            self._reported_voters = voters
+        hw = self.high_watermark
+        if hw is not None and hw > self._reported_hw:
+            self._reported_hw = hw
+            self.emit(HighWatermarkAdvanced(hw))
+            voter_change.on_high_watermark(self)
+            append_path.complete_appends(self, hw)
 
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
@@ -254,15 +255,18 @@ class RaftNode:
     def send(
         self, destination: int, message: object, endpoint: ListenerEndpoint | None = None
     ) -> None:
-        cid = self.next_correlation_id()
-        self.requests.on_request_sent(destination, cid, self.now_ms)
-        self.emit(SendRequest(destination, cid, message, endpoint))
+        self._correlation += 1
+        self.requests.on_request_sent(destination, self._correlation, self.now_ms)
+        self.emit(SendRequest(destination, self._correlation, message, endpoint))
+
+    def append_as_leader(self, entries: list[LogEntry]) -> None:
+        append_path.append_as_leader(self, entries)
 
     # --- transitions -------------------------------------------------------------------------
     def transition_to(self, new: EpochState) -> None:
         """The only way the state changes: gate, durable write first, then side effects."""
         old = self.state
-        check_transition(old, new, local_id=self.local_id, is_voter=self.is_voter)
+        check_transition(old, new, local_id=self.local.id, is_voter=self.is_voter)
         if isinstance(old, LeaderState) and not isinstance(new, LeaderState):
             self._leave_leadership(new)
         self.state = new
@@ -276,11 +280,11 @@ class RaftNode:
         """The gate for in-place updates of the current state (same role, epoch and election
         state: a timer, a tally, a download's progress); every other change is a
         `transition_to`. No handler assigns `state` directly."""
-        check_in_place_update(self.state, new, local_id=self.local_id)
+        check_in_place_update(self.state, new, local_id=self.local.id)
         self.state = new
 
     def _persist_if_changed(self) -> None:
-        election = self.state.election(self.local_id)
+        election = self.state.election(self.local.id)
         if election != self._persisted:
             self._persisted = election
             self.emit(PersistElectionState(election))
@@ -307,100 +311,38 @@ class RaftNode:
             fetch.complete_parked_fetch(self, f)
 
     def transition_to_unattached(self, epoch: int, leader_id: int | None = None) -> None:
-        """Kafka 4.3 `QuorumState.transitionToUnattached`: the remaining election timer is kept
-        when coming from Unattached, Candidate, Prospective (pre-vote not rejected) or Resigned
-        (a newer epoch must not postpone an election already due); a vote cast in this epoch
-        is kept (Prospective -> Unattached in the same epoch)."""
-        st = self.state
-        keeps_timer = isinstance(st, UnattachedState | CandidateState | ResignedState) or (
-            isinstance(st, ProspectiveState) and not st.tally.is_rejected
-        )
-        if keeps_timer:
-            assert not isinstance(st, LeaderState | FollowerState)
-            deadline = max(st.election_deadline_ms, self.now_ms)
-        else:
-            deadline = self.now_ms + self.random_election_timeout_ms()
-        voted = st.election(self.local_id).voted_key if epoch == st.epoch else None
-        hw = self.high_watermark
-        self.transition_to(
-            UnattachedState(
-                epoch, deadline, voted_key=voted, leader_id=leader_id, high_watermark=hw
-            )
-        )
+        self.transition_to(next_state.unattached(self, epoch, leader_id))
 
     def transition_to_follower(
         self, epoch: int, leader_id: int, endpoint: ListenerEndpoint | None = None
     ) -> None:
-        voted = None
-        if epoch == self.epoch:
-            voted = self.state.election(self.local_id).voted_key
-        deadline = self.now_ms + self.config.fetch_timeout_ms
-        hw = self.high_watermark
-        # Kafka's FollowerState keeps the leader's endpoints: a leader that removes itself
-        # stays reachable after the uncommitted set without it reaches this replica.
-        endpoint = endpoint or discovery.endpoint_of(self, leader_id)
-        self.transition_to(
-            FollowerState(
-                epoch, leader_id, deadline, voted, high_watermark=hw, leader_endpoint=endpoint
-            )
-        )
+        self.transition_to(next_state.follower(self, epoch, leader_id, endpoint))
 
     def transition_to_prospective(self) -> None:
-        st = self.state
-        election = st.election(self.local_id)
-        leader = election.leader_id if election.leader_id >= 0 else None
-        retries = st.retries + 1 if isinstance(st, CandidateState) else 1
-        tally = VoteTally.start(self.voters.voter_ids, self.local_id)
-        deadline = self.now_ms + self.random_election_timeout_ms()
-        hw = self.high_watermark
-        self.transition_to(
-            ProspectiveState(
-                st.epoch, deadline, tally, election.voted_key, leader, retries, high_watermark=hw
-            )
-        )
+        self.transition_to(next_state.prospective(self))
 
     def transition_to_candidate(self) -> None:
-        st = self.state
-        retries = st.retries if isinstance(st, ProspectiveState) else 1
-        tally = VoteTally.start(self.voters.voter_ids, self.local_id)
-        deadline = self.now_ms + self.random_election_timeout_ms()
-        self.transition_to(
-            CandidateState(
-                st.epoch + 1, deadline, tally, retries, high_watermark=self.high_watermark
-            )
-        )
+        self.transition_to(next_state.candidate(self))
 
     def transition_to_leader(self) -> None:
-        st = self.state
-        assert isinstance(st, CandidateState)
-        start = self.log.end_offset
-        cq = self.now_ms + self.config.check_quorum_timeout_ms if len(self.voters) > 1 else NEVER
-        data = LeaderData(self.local_id, self.voters.voter_keys(), start, self.config)
-        if self.control.latest_kraft_version() < 1:
-            # KIP-853 upgrade: the leader's own entry now, the others' from UpdateRaftVoter.
-            local = self.voters.update_voter_ignoring_directory_id(self.local_voter_node())
-            data.volatile_voters = local or self.voters
-        self.transition_to(LeaderState(st.epoch, start, st.tally.granted, cq, self.now_ms, data))
+        leader = next_state.leader(self)
+        self.transition_to(leader)
         # KIP-595 / KIP-853: LeaderChange [+ KRaftVersion + Voters] (core/epoch_start.py).
-        append_path.append_as_leader(
-            self, epoch_start.start_of_epoch_entries(self, start, st.epoch, st.tally.granted)
+        entries = epoch_start.start_of_epoch_entries(
+            self, leader.epoch_start_offset, leader.epoch, leader.granting_voters
         )
+        append_path.append_as_leader(self, entries)
 
     def resign(self) -> None:
         """Leader -> Resigned (check-quorum expiry or graceful shutdown)."""
-        st = self.state
-        assert isinstance(st, LeaderState)
-        successors = tuple(st.data.progress.voters_by_descending_offset())
-        deadline = self.now_ms + self.random_election_timeout_ms()
-        hw = self.high_watermark
-        self.transition_to(ResignedState(st.epoch, deadline, frozenset(successors), successors, hw))
+        self.transition_to(next_state.resigned(self))
 
     def maybe_transition(
         self, leader_id: int, epoch: int, endpoint: ListenerEndpoint | None = None
     ) -> None:
         """Kafka's `maybeTransition`: follow a newer epoch or a newly learned leader (at
         `endpoint` when the response said where it is)."""
-        if epoch < self.epoch or leader_id == self.local_id:
+        if epoch < self.epoch or leader_id == self.local.id:
             return
         if epoch > self.epoch:
             if leader_id >= 0:
@@ -409,47 +351,50 @@ class RaftNode:
                 self.transition_to_unattached(epoch)
         elif (
             leader_id >= 0
-            and self.state.election(self.local_id).leader_id < 0
+            and self.state.election(self.local.id).leader_id < 0
             and not isinstance(self.state, LeaderState | ResignedState)
         ):
             self.transition_to_follower(epoch, leader_id, endpoint)
         else:  # Kafka: "the replica has discovered more endpoints"
             discovery.learn_leader_endpoint(self, leader_id, epoch, endpoint)
 
-    # --- dispatch ----------------------------------------------------------------------------
-    def _handle_request(self, event: RequestReceived) -> None:
+    # --- events ------------------------------------------------------------------------------
+    def _on_request(self, event: RequestReceived) -> None:
         handler = dispatch.REQUEST_HANDLERS.get(type(event.message))
         if handler is not None:
             handler(self, event)
 
-    def _handle_response(self, event: ResponseReceived) -> None:
+    def _on_response(self, event: ResponseReceived) -> None:
         if not self.requests.on_response(event.source, event.correlation_id, True, self.now_ms):
             return  # late, duplicated or timed-out response
         handler = dispatch.RESPONSE_HANDLERS.get(type(event.message))
         if handler is not None:
             handler(self, event)
 
-    # --- polling -----------------------------------------------------------------------------
-    def poll(self, now_ms: int) -> int:
-        """Kafka's `pollCurrentState`: act on timers and send what is due; the next deadline."""
-        return poll_current_state(self, now_ms)
+    def _on_request_failed(self, event: RequestFailed) -> None:
+        self.requests.on_response(event.destination, event.correlation_id, False, self.now_ms)
 
-    def note_voter_fetch(self, key: ReplicaKey) -> None:
-        leader.update_check_quorum_for_following_voter(self, key)
+    def _on_resign(self, event: Resign) -> None:
+        if isinstance(self.state, LeaderState):
+            self.resign()
 
-    def voter_key(self, voter_id: int) -> ReplicaKey:
-        """A voter's key as the voter set names it (no directory id in a static set)."""
-        node = self.voters.node(voter_id)
-        return node.key if node is not None else ReplicaKey(voter_id)
+    def _on_shutdown(self, event: Shutdown) -> None:
+        if self.shutdown_started_ms is None:
+            # The poll of this step hands a leader's log over, then resigns.
+            self.shutdown_started_ms = self.now_ms
 
-    @property
-    def listener_name(self) -> str:
-        """The controller listener (Kafka's `channel.listenerName()`): the first local one."""
-        return self.local_endpoints[0].name if self.local_endpoints else "CONTROLLER"
 
-    def local_key(self) -> ReplicaKey:
-        return ReplicaKey(self.local_id, self.local_directory_id)
-
-    def local_voter_node(self) -> VoterNode:
-        """This replica as a voter entry: key, endpoints, kraft.version 0-1 (Kafka 4.3's)."""
-        return VoterNode(self.local_key(), self.local_endpoints, 0, 1)
+# Every event the core takes, and what handles it (a new event type without an entry is
+# refused loudly by `handle`).
+_EVENT_HANDLERS: dict[type, Callable[[RaftNode, Any], None]] = {
+    RequestReceived: RaftNode._on_request,
+    ResponseReceived: RaftNode._on_response,
+    Flushed: lambda node, e: append_path.handle_flushed(node, e.offset),
+    ClientAppend: append_path.handle_client_append,
+    RequestFailed: RaftNode._on_request_failed,
+    CreateSnapshot: append_path.create_snapshot,
+    Resign: RaftNode._on_resign,
+    UpgradeKRaftVersion: kraft_upgrade.handle_upgrade,
+    Shutdown: RaftNode._on_shutdown,
+    Poll: lambda node, e: None,
+}

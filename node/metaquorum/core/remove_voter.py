@@ -18,10 +18,9 @@ from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import LogEntry
+from metaquorum.core.pending_voter_change import ChangeKind, PendingVoterChange
 from metaquorum.core.states import LeaderState
 from metaquorum.core.voter_change import (
-    ChangeKind,
-    PendingVoterChange,
     change_blocked,
     check_voter_request,
 )
@@ -29,21 +28,21 @@ from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import RemoveRaftVoterRequestData, RemoveRaftVoterResponseData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 
-def handle_remove_raft_voter_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_remove_raft_voter_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, RemoveRaftVoterRequestData)
 
     def respond(error: Errors, message: str | None = None) -> None:
         response = RemoveRaftVoterResponseData(error_code=int(error), error_message=message)
-        node.emit(SendResponse(event.source, event.correlation_id, response))
+        ctx.emit(SendResponse(event.source, event.correlation_id, response))
 
     key = check_voter_request(
-        node,
+        ctx,
         request.cluster_id,
-        node.epoch,
+        ctx.state.epoch,
         voter_id=request.voter_id,
         directory=request.voter_directory_id,
         what="Remove voter",
@@ -51,26 +50,26 @@ def handle_remove_raft_voter_request(node: RaftNode, event: RequestReceived) -> 
     if not isinstance(key, ReplicaKey):
         respond(*key)
         return
-    blocked = change_blocked(node, "removing")
+    blocked = change_blocked(ctx, "removing")
     if blocked is not None:
         respond(*blocked)
         return
-    new_voters = node.voters.remove_voter(key)
+    new_voters = ctx.voters.remove_voter(key)
     if new_voters is None:
         respond(
             Errors.VOTER_NOT_FOUND,
-            f"Cannot remove voter {key} from the set of voters {node.voters.sorted_ids()}",
+            f"Cannot remove voter {key} from the set of voters {ctx.voters.sorted_ids()}",
         )
         return
-    st = node.state
+    st = ctx.state
     assert isinstance(st, LeaderState)
-    offset = node.log.end_offset
+    offset = ctx.log.end_offset
     st.data.pending_change = PendingVoterChange(
         ChangeKind.REMOVE,
         key,
         event.source,
         event.correlation_id,
-        node.now_ms + node.config.request_timeout_ms,
+        ctx.now_ms + ctx.config.request_timeout_ms,
         last_offset=offset,
     )
-    node.append_as_leader([LogEntry.of_control(offset, st.epoch, new_voters.to_voters_record())])
+    ctx.append_as_leader([LogEntry.of_control(offset, st.epoch, new_voters.to_voters_record())])

@@ -17,7 +17,7 @@ from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
     from metaquorum.core.voter_set import ListenerEndpoint
 
 PARTITION = 0
@@ -81,45 +81,65 @@ def replica_key(replica_id: int, directory: Uuid) -> ReplicaKey:
     return ReplicaKey(replica_id, None if directory == Uuid.ZERO else str(directory))
 
 
-def is_valid_voter_key(node: RaftNode, voter_id: int, directory: Uuid) -> bool:
+def is_valid_voter_key(ctx: RaftContext, voter_id: int, directory: Uuid) -> bool:
     """Kafka's `isValidVoterKey`: a request addressed to a voter key (VoterId >= 0) must name
     this replica: its id and, when the key has a directory id, this replica's."""
     if voter_id < 0:
         return True
-    if voter_id != node.local_id:
+    if voter_id != ctx.local.id:
         return False
-    return directory == Uuid.ZERO or str(directory) == node.local_directory_id
+    return directory == Uuid.ZERO or str(directory) == ctx.local.directory_id
 
 
-def has_valid_cluster_id(node: RaftNode, cluster_id: str | None) -> bool:
+def has_valid_cluster_id(ctx: RaftContext, cluster_id: str | None) -> bool:
     """Kafka does not enforce the cluster id when the request leaves it null."""
-    return cluster_id is None or cluster_id == node.cluster_id
+    return cluster_id is None or cluster_id == ctx.local.cluster_id
 
 
-def validate_voter_only_request(node: RaftNode, remote_id: int, remote_epoch: int) -> Errors:
+def request_prelude(
+    ctx: RaftContext,
+    cluster_id: str | None,
+    partition: P | None,
+    reject: Callable[[Errors], None],
+) -> P | None:
+    """The checks every single-partition KRaft request starts with, in Kafka's order
+    (`handleXRequest`: `hasValidClusterId`, then `hasValidTopicPartition`): the request's
+    partition, or None after `reject` answered INCONSISTENT_CLUSTER_ID or INVALID_REQUEST as
+    the RPC's top-level error. The epoch checks come next (`validate_voter_only_request` or
+    `validate_leader_only_request`), answered in the RPC's partition-level form."""
+    if not has_valid_cluster_id(ctx, cluster_id):
+        reject(Errors.INCONSISTENT_CLUSTER_ID)
+        return None
+    if partition is None:
+        reject(Errors.INVALID_REQUEST)
+        return None
+    return partition
+
+
+def validate_voter_only_request(ctx: RaftContext, remote_id: int, remote_epoch: int) -> Errors:
     """Kafka's `validateVoterOnlyRequest`."""
-    if remote_epoch < node.epoch:
+    if remote_epoch < ctx.state.epoch:
         return Errors.FENCED_LEADER_EPOCH
     if remote_id < 0:
         return Errors.INVALID_REQUEST
     return Errors.NONE
 
 
-def validate_leader_only_request(node: RaftNode, request_epoch: int) -> Errors:
+def validate_leader_only_request(ctx: RaftContext, request_epoch: int) -> Errors:
     """Kafka's `validateLeaderOnlyRequest`."""
     from metaquorum.core.states import LeaderState
 
-    if request_epoch < node.epoch:
+    if request_epoch < ctx.state.epoch:
         return Errors.FENCED_LEADER_EPOCH
-    if request_epoch > node.epoch:
+    if request_epoch > ctx.state.epoch:
         return Errors.UNKNOWN_LEADER_EPOCH
-    if not isinstance(node.state, LeaderState):
+    if not isinstance(ctx.state, LeaderState):
         return Errors.NOT_LEADER_OR_FOLLOWER
     return Errors.NONE
 
 
 def maybe_handle_common_response(
-    node: RaftNode,
+    ctx: RaftContext,
     error: Errors,
     leader_id: int,
     epoch: int,
@@ -130,24 +150,27 @@ def maybe_handle_common_response(
     A response of the current epoch that names a leader this replica did not know moves it to
     Follower and, without an error, is then processed by the caller (an observer discovers
     the leader and appends in the same Fetch: no extra round trip)."""
-    if epoch < node.epoch or error == Errors.UNKNOWN_LEADER_EPOCH:
+    if epoch < ctx.state.epoch or error == Errors.UNKNOWN_LEADER_EPOCH:
         return True
-    if epoch == node.epoch and leader_id >= 0:
-        learn_leader_endpoint(node, leader_id, epoch, endpoint)
-    if epoch > node.epoch or error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
-        node.maybe_transition(leader_id, epoch, endpoint)
+    if epoch == ctx.state.epoch and leader_id >= 0:
+        learn_leader_endpoint(ctx, leader_id, epoch, endpoint)
+    if epoch > ctx.state.epoch or error in (
+        Errors.FENCED_LEADER_EPOCH,
+        Errors.NOT_LEADER_OR_FOLLOWER,
+    ):
+        ctx.maybe_transition(leader_id, epoch, endpoint)
         return True
-    if leader_id >= 0 and node.state.election(node.local_id).leader_id < 0:
-        node.maybe_transition(leader_id, epoch, endpoint)
+    if leader_id >= 0 and ctx.state.election(ctx.local.id).leader_id < 0:
+        ctx.maybe_transition(leader_id, epoch, endpoint)
         return error != Errors.NONE
     return False
 
 
-def response_failed(node: RaftNode, destination: int) -> None:
+def response_failed(ctx: RaftContext, destination: int) -> None:
     """Kafka's `handleTopLevelError` / `handleUnexpectedError` return false: the request manager
     counts the request as failed, so the next one goes out only after
     `controller.quorum.retry.backoff.ms` (a misconfigured peer is not re-sent to on every reply)."""
-    node.requests.back_off(destination, node.now_ms)
+    ctx.requests.back_off(destination, ctx.now_ms)
 
 
 def to_error(code: int) -> Errors:

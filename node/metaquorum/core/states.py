@@ -153,6 +153,12 @@ class FollowerState:
     # Where the leader is, when the response that named it said so (KIP-853 NodeEndpoints; a
     # leader this replica knows no voter entry for, e.g. found through a bootstrap address).
     leader_endpoint: ListenerEndpoint | None = None
+    # KIP-853, this follower's own timers (Kafka's FollowerState `updateVoterSetPeriodTimer`
+    # and `hasUpdatedLeader`): when it may next send UpdateRaftVoter, or (an observer with
+    # auto-join) Add/RemoveRaftVoter, and whether this leader took its UpdateRaftVoter.
+    update_voter_next_ms: int = 0
+    auto_join_next_ms: int = 0
+    has_updated_leader: bool = False
     role: Role = field(default=Role.FOLLOWER, init=False)
 
     def election(self, local_id: int) -> ElectionState:

@@ -16,6 +16,7 @@ kraft.version 1) answers REQUEST_TIMED_OUT, as Kafka does before the upgrade is 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import discovery, kraft_upgrade
@@ -28,41 +29,41 @@ from metaquorum.core.rpc_common import (
     maybe_handle_common_response,
     to_error,
 )
-from metaquorum.core.states import LeaderState
+from metaquorum.core.states import FollowerState, LeaderState
 from metaquorum.core.voter_change import change_blocked, check_voter_request
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import UpdateRaftVoterRequestData, UpdateRaftVoterResponseData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 
-def update_voter_response(node: RaftNode, error: Errors) -> UpdateRaftVoterResponseData:
+def update_voter_response(ctx: RaftContext, error: Errors) -> UpdateRaftVoterResponseData:
     """Kafka's `RaftUtil.updateVoterResponse`: the error, the leader and its endpoint."""
-    leader = node.leader_id
-    endpoint = discovery.endpoint_of(node, leader) if leader >= 0 else None
+    leader = ctx.leader_id
+    endpoint = discovery.endpoint_of(ctx, leader) if leader >= 0 else None
     return UpdateRaftVoterResponseData(
         error_code=int(error),
         current_leader=UpdateRaftVoterResponseData.CurrentLeader(
             leader_id=leader,
-            leader_epoch=node.epoch,
+            leader_epoch=ctx.state.epoch,
             host="" if endpoint is None else endpoint.host,
             port=0 if endpoint is None else endpoint.port,
         ),
     )
 
 
-def handle_update_raft_voter_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_update_raft_voter_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, UpdateRaftVoterRequestData)
 
     def respond(error: Errors, _message: str | None = None) -> None:
-        answer = update_voter_response(node, error)  # UpdateRaftVoter has no error message
-        node.emit(SendResponse(event.source, event.correlation_id, answer))
+        answer = update_voter_response(ctx, error)  # UpdateRaftVoter has no error message
+        ctx.emit(SendResponse(event.source, event.correlation_id, answer))
 
     key = check_voter_request(
-        node,
+        ctx,
         request.cluster_id,
         request.current_leader_epoch,
         voter_id=request.voter_id,
@@ -75,59 +76,59 @@ def handle_update_raft_voter_request(node: RaftNode, event: RequestReceived) -> 
     endpoints = tuple(ListenerEndpoint(x.name, x.host, x.port) for x in request.listeners)
     low = request.kraft_version_feature.min_supported_version
     high = request.kraft_version_feature.max_supported_version
-    if not any(e.name == node.listener_name for e in endpoints) or low < 0 or high < low:
+    if not any(e.name == ctx.local.listener_name for e in endpoints) or low < 0 or high < low:
         respond(Errors.INVALID_REQUEST)
         return
-    kraft = node.control.latest_kraft_version()
+    kraft = ctx.control.latest_kraft_version()
     if kraft < 1:
         # Kafka keeps a kraft.version 0 quorum's updates in memory, for the upgrade.
-        if node.high_watermark is None:
+        if ctx.high_watermark is None:
             respond(Errors.REQUEST_TIMED_OUT)
         elif not low <= kraft <= high:
             respond(Errors.INVALID_REQUEST)
         else:
-            respond(kraft_upgrade.update_volatile_voter(node, VoterNode(key, endpoints, low, high)))
+            respond(kraft_upgrade.update_volatile_voter(ctx, VoterNode(key, endpoints, low, high)))
         return
-    if change_blocked(node, "updating") is not None:
+    if change_blocked(ctx, "updating") is not None:
         respond(Errors.REQUEST_TIMED_OUT)
         return
     if not low <= kraft <= high:
         respond(Errors.INVALID_REQUEST)
         return
-    updated = node.voters.update_voter(VoterNode(key, endpoints, low, high))
+    updated = ctx.voters.update_voter(VoterNode(key, endpoints, low, high))
     if updated is None:
         respond(Errors.VOTER_NOT_FOUND)
         return
-    st = node.state
+    st = ctx.state
     assert isinstance(st, LeaderState)
-    offset = node.log.end_offset
-    node.append_as_leader([LogEntry.of_control(offset, st.epoch, updated.to_voters_record())])
+    offset = ctx.log.end_offset
+    ctx.append_as_leader([LogEntry.of_control(offset, st.epoch, updated.to_voters_record())])
     respond(Errors.NONE)
 
 
-def should_send(node: RaftNode, now_ms: int) -> bool:
+def should_send(ctx: RaftContext, st: FollowerState, now_ms: int) -> bool:
     """Kafka's `shouldSendUpdateVoteRequest`: from kraft.version 1, when this voter's entry in
     the newest voter set differs from what it runs with; on kraft.version 0, once to every new
     leader (it keeps the voters in memory for the upgrade). At most once per fetch timeout."""
     if (
-        now_ms < node.update_voter_next_ms
-        or not node.local_endpoints
-        or node.local_directory_id is None
-        or not node.is_voter
+        now_ms < st.update_voter_next_ms
+        or not ctx.local.endpoints
+        or ctx.local.directory_id is None
+        or not ctx.is_voter
     ):
         return False
-    if node.control.latest_kraft_version() >= 1:
-        return node.voters.voter_node_needs_update(node.local_voter_node())
-    return node.update_voter_acked != (node.epoch, node.leader_id)
+    if ctx.control.latest_kraft_version() >= 1:
+        return ctx.voters.voter_node_needs_update(ctx.local.voter_node())
+    return not st.has_updated_leader
 
 
-def build_request(node: RaftNode) -> UpdateRaftVoterRequestData:
-    local = node.local_voter_node()
+def build_request(ctx: RaftContext) -> UpdateRaftVoterRequestData:
+    local = ctx.local.voter_node()
     return UpdateRaftVoterRequestData(
-        cluster_id=node.cluster_id,
-        current_leader_epoch=node.epoch,
-        voter_id=node.local_id,
-        voter_directory_id=directory_uuid(node.local_directory_id),
+        cluster_id=ctx.local.cluster_id,
+        current_leader_epoch=ctx.state.epoch,
+        voter_id=ctx.local.id,
+        voter_directory_id=directory_uuid(ctx.local.directory_id),
         listeners=[
             UpdateRaftVoterRequestData.Listener(name=e.name, host=e.host, port=e.port)
             for e in local.endpoints
@@ -139,7 +140,7 @@ def build_request(node: RaftNode) -> UpdateRaftVoterRequestData:
     )
 
 
-def handle_update_raft_voter_response(node: RaftNode, event: ResponseReceived) -> None:
+def handle_update_raft_voter_response(ctx: RaftContext, event: ResponseReceived) -> None:
     """Kafka's `handleUpdateVoterResponse`: a newer leader or epoch moves this replica; any
     other answer waits for the next period (the VotersRecord shows whether it took)."""
     response = event.message
@@ -147,8 +148,10 @@ def handle_update_raft_voter_response(node: RaftNode, event: ResponseReceived) -
     leader = response.current_leader
     error = to_error(response.error_code)
     if error == Errors.NONE and (leader.leader_epoch, leader.leader_id) == (
-        node.epoch,
-        node.leader_id,
+        ctx.state.epoch,
+        ctx.leader_id,
     ):
-        node.update_voter_acked = (node.epoch, node.leader_id)
-    maybe_handle_common_response(node, error, leader.leader_id, leader.leader_epoch)
+        st = ctx.state
+        if isinstance(st, FollowerState):
+            ctx.update_state(replace(st, has_updated_leader=True))
+    maybe_handle_common_response(ctx, error, leader.leader_id, leader.leader_epoch)

@@ -24,17 +24,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from metaquorum.core.context import POLL_AGAIN, PollResult, random_election_timeout_ms
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.ids import OffsetAndEpoch
 from metaquorum.core.rpc_common import (
     PARTITION,
     directory_uuid,
-    has_valid_cluster_id,
     is_valid_voter_key,
     maybe_handle_common_response,
     quorum_partition,
     replica_key,
+    request_prelude,
     response_failed,
     to_error,
     validate_voter_only_request,
@@ -45,55 +46,58 @@ from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import VoteRequestData, VoteResponseData
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
+    from metaquorum.core.context import RaftContext
 
 
-def build_vote_request(node: RaftNode, destination: int, pre_vote: bool) -> VoteRequestData:
-    end = node.log.end_offset_and_epoch()
+def build_vote_request(ctx: RaftContext, destination: int, pre_vote: bool) -> VoteRequestData:
+    end = ctx.log.end_offset_and_epoch()
     partition = VoteRequestData.PartitionData(
         partition_index=PARTITION,
-        replica_epoch=node.epoch,
-        replica_id=node.local_id,
+        replica_epoch=ctx.state.epoch,
+        replica_id=ctx.local.id,
         last_offset_epoch=end.epoch,
         last_offset=end.offset,
         pre_vote=pre_vote,
-        replica_directory_id=directory_uuid(node.local_directory_id),
-        voter_directory_id=directory_uuid(node.voter_key(destination).directory_id),
+        replica_directory_id=directory_uuid(ctx.local.directory_id),
+        voter_directory_id=directory_uuid(ctx.voters.key_of(destination).directory_id),
     )
     return VoteRequestData(
-        cluster_id=node.cluster_id,
+        cluster_id=ctx.local.cluster_id,
         voter_id=destination,
-        topics=[VoteRequestData.TopicData(topic_name=node.topic.name, partitions=[partition])],
+        topics=[VoteRequestData.TopicData(topic_name=ctx.local.topic.name, partitions=[partition])],
     )
 
 
-def build_vote_response(node: RaftNode, error: Errors, granted: bool) -> VoteResponseData:
+def build_vote_response(ctx: RaftContext, error: Errors, granted: bool) -> VoteResponseData:
     partition = VoteResponseData.PartitionData(
         partition_index=PARTITION,
         error_code=int(error),
-        leader_id=node.leader_id,
-        leader_epoch=node.epoch,
+        leader_id=ctx.leader_id,
+        leader_epoch=ctx.state.epoch,
         vote_granted=granted,
     )
     return VoteResponseData(
         error_code=0,
-        topics=[VoteResponseData.TopicData(topic_name=node.topic.name, partitions=[partition])],
+        topics=[
+            VoteResponseData.TopicData(topic_name=ctx.local.topic.name, partitions=[partition])
+        ],
     )
 
 
-def _respond(node: RaftNode, event: RequestReceived, message: object) -> None:
-    node.emit(SendResponse(event.source, event.correlation_id, message))
+def _respond(ctx: RaftContext, event: RequestReceived, message: object) -> None:
+    ctx.emit(SendResponse(event.source, event.correlation_id, message))
 
 
-def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
+def handle_vote_request(ctx: RaftContext, event: RequestReceived) -> None:
     request = event.message
     assert isinstance(request, VoteRequestData)
-    if not has_valid_cluster_id(node, request.cluster_id):
-        _respond(node, event, VoteResponseData(error_code=int(Errors.INCONSISTENT_CLUSTER_ID)))
-        return
-    p = quorum_partition(request.topics, node.topic.name)
+    p = request_prelude(
+        ctx,
+        request.cluster_id,
+        quorum_partition(request.topics, ctx.local.topic.name),
+        lambda error: _respond(ctx, event, VoteResponseData(error_code=int(error))),
+    )
     if p is None:
-        _respond(node, event, VoteResponseData(error_code=int(Errors.INVALID_REQUEST)))
         return
     pre_vote = p.pre_vote
     illegal_epoch = (
@@ -102,127 +106,131 @@ def handle_vote_request(node: RaftNode, event: RequestReceived) -> None:
         else (p.last_offset_epoch >= p.replica_epoch)
     )
     if p.last_offset < 0 or p.last_offset_epoch < 0 or illegal_epoch:
-        _respond(node, event, build_vote_response(node, Errors.INVALID_REQUEST, False))
+        _respond(ctx, event, build_vote_response(ctx, Errors.INVALID_REQUEST, False))
         return
-    error = validate_voter_only_request(node, p.replica_id, p.replica_epoch)
+    error = validate_voter_only_request(ctx, p.replica_id, p.replica_epoch)
     if error != Errors.NONE:
-        _respond(node, event, build_vote_response(node, error, False))
+        _respond(ctx, event, build_vote_response(ctx, error, False))
         return
-    if p.replica_epoch > node.epoch:
-        node.transition_to_unattached(p.replica_epoch)
-    if not is_valid_voter_key(node, request.voter_id, p.voter_directory_id):
-        _respond(node, event, build_vote_response(node, Errors.INVALID_VOTER_KEY, False))
+    if p.replica_epoch > ctx.state.epoch:
+        ctx.transition_to_unattached(p.replica_epoch)
+    if not is_valid_voter_key(ctx, request.voter_id, p.voter_directory_id):
+        _respond(ctx, event, build_vote_response(ctx, Errors.INVALID_VOTER_KEY, False))
         return
     candidate = replica_key(p.replica_id, p.replica_directory_id)
     theirs = OffsetAndEpoch(p.last_offset_epoch, p.last_offset)
-    ours = node.log.end_offset_and_epoch()
-    granted = node.state.can_grant_vote(candidate, theirs >= ours, pre_vote)
-    st = node.state
+    ours = ctx.log.end_offset_and_epoch()
+    granted = ctx.state.can_grant_vote(candidate, theirs >= ours, pre_vote)
+    st = ctx.state
     if pre_vote and isinstance(st, ProspectiveState | CandidateState):
-        granted = granted and (theirs > ours or candidate.id < node.local_id)
+        granted = granted and (theirs > ours or candidate.id < ctx.local.id)
         if isinstance(st, ProspectiveState) and candidate.id in st.tally.rejected:
             # It rejected our pre-vote while it still followed; it campaigns now: ask again.
             st = replace(st, tally=st.tally.forget(candidate.id))
-            node.update_state(st)
+            ctx.update_state(st)
     if granted and not pre_vote and isinstance(st, UnattachedState) and st.voted_key is None:
         # Kafka's `unattachedAddVotedState`; durable before the reply (PersistElectionState).
-        node.transition_to(
+        ctx.transition_to(
             replace(
                 st,
-                election_deadline_ms=node.now_ms + node.random_election_timeout_ms(),
+                election_deadline_ms=ctx.now_ms + random_election_timeout_ms(ctx),
                 voted_key=candidate,
-                high_watermark=node.high_watermark,
+                high_watermark=ctx.high_watermark,
             )
         )
     elif granted and not pre_vote and isinstance(st, ProspectiveState) and st.voted_key is None:
         # Kafka's `prospectiveAddVotedState`: it stays Prospective (a fresh pre-vote round and
         # election timer), now with its vote recorded.
-        node.transition_to(
+        ctx.transition_to(
             replace(
                 st,
-                election_deadline_ms=node.now_ms + node.random_election_timeout_ms(),
-                tally=VoteTally.start(node.voters.voter_ids, node.local_id),
+                election_deadline_ms=ctx.now_ms + random_election_timeout_ms(ctx),
+                tally=VoteTally.start(ctx.voters.voter_ids, ctx.local.id),
                 voted_key=candidate,
-                high_watermark=node.high_watermark,
+                high_watermark=ctx.high_watermark,
             )
         )
-    _respond(node, event, build_vote_response(node, Errors.NONE, granted))
+    _respond(ctx, event, build_vote_response(ctx, Errors.NONE, granted))
 
 
-def handle_vote_response(node: RaftNode, event: ResponseReceived) -> None:
+def handle_vote_response(ctx: RaftContext, event: ResponseReceived) -> None:
     response = event.message
     assert isinstance(response, VoteResponseData)
     top = to_error(response.error_code)
-    if top == Errors.UNSUPPORTED_VERSION and isinstance(node.state, ProspectiveState):
+    if top == Errors.UNSUPPORTED_VERSION and isinstance(ctx.state, ProspectiveState):
         # Kafka 4.3: a voter that does not know PreVote; go on to a real election at once.
-        node.transition_to_candidate()
+        ctx.transition_to_candidate()
         return
     if top != Errors.NONE or len(response.topics) != 1:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
     partitions = response.topics[0].partitions
     if len(partitions) != 1:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
     p = partitions[0]
     error = to_error(p.error_code)
-    if maybe_handle_common_response(node, error, p.leader_id, p.leader_epoch):
+    if maybe_handle_common_response(ctx, error, p.leader_id, p.leader_epoch):
         return
     if error != Errors.NONE:
-        response_failed(node, event.source)
+        response_failed(ctx, event.source)
         return
-    st = node.state
+    st = ctx.state
     if isinstance(st, ProspectiveState | CandidateState):
         tally = st.tally.record(event.source, p.vote_granted)
         if tally is st.tally:
             return
-        node.update_state(replace(st, tally=tally))
+        ctx.update_state(replace(st, tally=tally))
 
 
-def _send_vote_requests(node: RaftNode, voters: frozenset[int], pre_vote: bool, now_ms: int) -> int:
+def _send_vote_requests(
+    ctx: RaftContext, voters: frozenset[int], pre_vote: bool, now_ms: int
+) -> int:
     deadline = 2**62
     for voter in sorted(voters):
-        if voter == node.local_id:
+        if voter == ctx.local.id:
             continue
-        if node.requests.is_ready(voter, now_ms):
-            node.send(voter, build_vote_request(node, voter, pre_vote))
-        nd = node.requests.next_deadline_ms(voter)
+        if ctx.requests.is_ready(voter, now_ms):
+            ctx.send(voter, build_vote_request(ctx, voter, pre_vote))
+        nd = ctx.requests.next_deadline_ms(voter)
         if nd is not None and nd > now_ms:
             deadline = min(deadline, nd)
     return deadline
 
 
-def poll_prospective(node: RaftNode, st: ProspectiveState, now_ms: int) -> int:
+def poll_prospective(ctx: RaftContext, st: ProspectiveState, now_ms: int) -> PollResult:
+    shutting_down = ctx.shutdown_started_ms is not None
     if st.tally.is_granted:
-        node.transition_to_candidate()
-        return node.poll(now_ms)
-    timed_out = now_ms >= st.election_deadline_ms and not node.shutting_down
+        ctx.transition_to_candidate()
+        return POLL_AGAIN
+    timed_out = now_ms >= st.election_deadline_ms and not shutting_down
     if st.tally.is_rejected or timed_out:
         # KIP-996: the pre-vote was lost; go back to the leader if there was one. Kafka's
         # `prospectiveTransitionAfterElectionLoss`: Unattached keeps the remaining timer
         # unless the pre-vote was rejected.
         if st.leader_id is not None:
-            node.transition_to_follower(st.epoch, st.leader_id)
+            ctx.transition_to_follower(st.epoch, st.leader_id)
         else:
-            node.transition_to_unattached(st.epoch)
-        return node.poll(now_ms)
-    sent = _send_vote_requests(node, st.tally.unrecorded(), True, now_ms)
-    return sent if node.shutting_down else min(sent, st.election_deadline_ms)
+            ctx.transition_to_unattached(st.epoch)
+        return POLL_AGAIN
+    sent = _send_vote_requests(ctx, st.tally.unrecorded(), True, now_ms)
+    return sent if shutting_down else min(sent, st.election_deadline_ms)
 
 
-def poll_candidate(node: RaftNode, st: CandidateState, now_ms: int) -> int:
+def poll_candidate(ctx: RaftContext, st: CandidateState, now_ms: int) -> PollResult:
     """Kafka 4.3 `pollCandidate`: a lost or timed-out election goes back to Prospective when
     the (randomised) election timeout expires; no other backoff."""
+    shutting_down = ctx.shutdown_started_ms is not None
     if st.tally.is_granted:
-        node.transition_to_leader()
-        return node.poll(now_ms)
-    if node.shutting_down:
+        ctx.transition_to_leader()
+        return POLL_AGAIN
+    if shutting_down:
         # Kafka: a shutting-down candidate goes on with this election, never a new one.
-        return _send_vote_requests(node, st.tally.unrecorded(), False, now_ms)
+        return _send_vote_requests(ctx, st.tally.unrecorded(), False, now_ms)
     if now_ms >= st.election_deadline_ms:
-        node.transition_to_prospective()
-        return node.poll(now_ms)
+        ctx.transition_to_prospective()
+        return POLL_AGAIN
     if st.tally.is_rejected:
         return st.election_deadline_ms
-    sent = _send_vote_requests(node, st.tally.unrecorded(), False, now_ms)
+    sent = _send_vote_requests(ctx, st.tally.unrecorded(), False, now_ms)
     return min(sent, st.election_deadline_ms)

@@ -13,57 +13,27 @@ stays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.pending_voter_change import ChangeKind
 from metaquorum.core.rpc_common import (
     has_valid_cluster_id,
     replica_key,
     validate_leader_only_request,
 )
 from metaquorum.core.states import LeaderState
-from metaquorum.core.voter_set import ListenerEndpoint
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import AddRaftVoterResponseData, RemoveRaftVoterResponseData
 from metaquorum.protocol.types import Uuid
 
 if TYPE_CHECKING:
-    from metaquorum.core.node import RaftNode
-
-
-class ChangeKind(Enum):
-    ADD = "add"
-    REMOVE = "remove"
-
-
-@dataclass(slots=True)
-class PendingVoterChange:
-    kind: ChangeKind
-    key: ReplicaKey
-    source: int  # who asked, and under which correlation id: answered exactly once
-    correlation_id: int
-    expire_ms: int
-    endpoints: tuple[ListenerEndpoint, ...] = ()
-    ack_when_committed: bool = True
-    last_offset: int | None = None  # the VotersRecord's offset, once appended
-    answered: bool = False  # AddRaftVoter with AckWhenCommitted false: answered at append
-
-    def expired(self, now_ms: int) -> bool:
-        return now_ms >= self.expire_ms
-
-    def committed(self, high_watermark: int | None) -> bool:
-        return (
-            self.last_offset is not None
-            and high_watermark is not None
-            and high_watermark > self.last_offset
-        )
+    from metaquorum.core.context import RaftContext
 
 
 def check_voter_request(
-    node: RaftNode,
+    ctx: RaftContext,
     cluster_id: str | None,
     epoch: int,
     *,
@@ -73,9 +43,9 @@ def check_voter_request(
 ) -> ReplicaKey | tuple[Errors, str | None]:
     """The checks every Add/Remove/UpdateRaftVoter starts with, in Kafka's order: cluster id,
     leader of `epoch`, a voter key with a directory id. The key, or the error to answer."""
-    if not has_valid_cluster_id(node, cluster_id):
+    if not has_valid_cluster_id(ctx, cluster_id):
         return Errors.INCONSISTENT_CLUSTER_ID, f"cluster id {cluster_id!r} is not ours"
-    error = validate_leader_only_request(node, epoch)
+    error = validate_leader_only_request(ctx, epoch)
     if error != Errors.NONE:
         return error, None
     key = replica_key(voter_id, directory)
@@ -84,30 +54,30 @@ def check_voter_request(
     return key
 
 
-def change_blocked(node: RaftNode, doing: str) -> tuple[Errors, str] | None:
+def change_blocked(ctx: RaftContext, doing: str) -> tuple[Errors, str] | None:
     """The checks Add/RemoveRaftVoter share, in Kafka's order; the error to answer, or None."""
-    st = node.state
+    st = ctx.state
     assert isinstance(st, LeaderState)
-    expire_pending_change(node)
+    expire_pending_change(ctx)
     if st.data.pending_change is not None:
         return (
             Errors.REQUEST_TIMED_OUT,
             "Request timed out waiting for leader to handle previous voter change request",
         )
-    hw = node.high_watermark
+    hw = ctx.high_watermark
     if hw is None:
         return (
             Errors.REQUEST_TIMED_OUT,
             "Request timed out waiting for leader to establish HWM and fence previous voter "
             "changes",
         )
-    kraft = node.control.latest_kraft_version()
+    kraft = ctx.control.latest_kraft_version()
     if kraft < 1:
         return (
             Errors.UNSUPPORTED_VERSION,
             f"Cluster doesn't support {doing} voter because the kraft.version feature is {kraft}",
         )
-    at = node.control.latest_voters_offset()
+    at = ctx.control.latest_voters_offset()
     if at >= hw:
         return (
             Errors.REQUEST_TIMED_OUT,
@@ -117,17 +87,17 @@ def change_blocked(node: RaftNode, doing: str) -> tuple[Errors, str] | None:
     return None
 
 
-def expire_pending_change(node: RaftNode) -> None:
-    st = node.state
+def expire_pending_change(ctx: RaftContext) -> None:
+    st = ctx.state
     if isinstance(st, LeaderState):
         change = st.data.pending_change
-        if change is not None and change.expired(node.now_ms):
-            finish(node, Errors.REQUEST_TIMED_OUT, "the voter change timed out")
+        if change is not None and change.expired(ctx.now_ms):
+            finish(ctx, Errors.REQUEST_TIMED_OUT, "the voter change timed out")
 
 
-def finish(node: RaftNode, error: Errors, message: str | None = None) -> None:
+def finish(ctx: RaftContext, error: Errors, message: str | None = None) -> None:
     """Answer the pending change (unless already answered) and clear it."""
-    st = node.state
+    st = ctx.state
     assert isinstance(st, LeaderState)
     change = st.data.pending_change
     if change is None:
@@ -140,20 +110,20 @@ def finish(node: RaftNode, error: Errors, message: str | None = None) -> None:
         response = AddRaftVoterResponseData(error_code=int(error), error_message=message)
     else:
         response = RemoveRaftVoterResponseData(error_code=int(error), error_message=message)
-    node.emit(SendResponse(change.source, change.correlation_id, response))
+    ctx.emit(SendResponse(change.source, change.correlation_id, response))
 
 
-def on_high_watermark(node: RaftNode) -> None:
+def on_high_watermark(ctx: RaftContext) -> None:
     """Kafka's `highWatermarkUpdated` of both handlers: a committed change is answered; a
     leader no longer in the committed voter set resigns."""
-    st = node.state
+    st = ctx.state
     if not isinstance(st, LeaderState):
         return
     change = st.data.pending_change
-    if change is not None and change.committed(node.high_watermark):
-        finish(node, Errors.NONE)
-    hw = node.high_watermark
-    if not node.is_voter and hw is not None and node.control.latest_voters_offset() < hw:
+    if change is not None and change.committed(ctx.high_watermark):
+        finish(ctx, Errors.NONE)
+    hw = ctx.high_watermark
+    if not ctx.is_voter and hw is not None and ctx.control.latest_voters_offset() < hw:
         # Whether or not this leader's RemoveRaftVoter is still pending (it may have expired,
         # or an earlier leader appended the record): once the set without it is committed it
         # resigns (Kafka ties this to the pending removal only; the simulator's

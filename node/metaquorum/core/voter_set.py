@@ -119,6 +119,12 @@ class VoterSet:
     def node(self, voter_id: int) -> VoterNode | None:
         return next((n for n in self.nodes if n.key.id == voter_id), None)
 
+    def key_of(self, voter_id: int) -> ReplicaKey:
+        """A voter's key as this set names it (no directory id in a static set, or for an id
+        that is not a voter)."""
+        node = self.node(voter_id)
+        return node.key if node is not None else ReplicaKey(voter_id)
+
     def is_voter(self, key: ReplicaKey) -> bool:
         """Kafka's `VoterSet.isVoter`: the id votes and, when the voter has a directory id,
         the replica's directory id is that one (else it is an observer with a voter's id)."""

@@ -32,7 +32,8 @@ from metaquorum.protocol.messages import (
     ProduceResponseData,
 )
 from metaquorum.protocol.records import iter_batches
-from metaquorum.runtime.driver import Driver, NotLeaderError
+from metaquorum.runtime.client_errors import NotLeaderError
+from metaquorum.runtime.driver import Driver
 from metaquorum.runtime.produce import (
     PRODUCE_API_KEY,
     PartitionResponse,

@@ -66,9 +66,9 @@ from metaquorum.core.log import LogEntry, RaftLog, Snapshot
 from metaquorum.core.node import RaftNode
 from metaquorum.core.states import LeaderState, state_summary
 from metaquorum.net.endpoint import Endpoint
-from metaquorum.protocol.messages import FetchRequestData
 from metaquorum.runtime.appends import AppendCallback, PendingAppends
 from metaquorum.runtime.batch_bytes import BatchBytes
+from metaquorum.runtime.client_errors import NotLeaderError
 from metaquorum.runtime.clock import SYSTEM_CLOCK, Clock
 from metaquorum.runtime.config import NodeConfig
 from metaquorum.runtime.features import KRaftUpgrades
@@ -408,14 +408,3 @@ class Driver:
         self.kraft_upgrades.close()
         await self.peers.close()
         await self.io.close()
-
-    # --- views for admin / http --------------------------------------------------------------
-    def fetch_offset_of(self, message: FetchRequestData) -> int:
-        return message.topics[0].partitions[0].fetch_offset
-
-
-class NotLeaderError(Exception):
-    def __init__(self, reason: str, leader_id: int) -> None:
-        super().__init__(f"{reason} (leader {leader_id})")
-        self.reason = reason
-        self.leader_id = leader_id

@@ -142,3 +142,64 @@ def test_empty_body_decodes_and_encodes(
     assert main(["protocol", "encode", "--batch"]) == 0
     lines = capsys.readouterr().out.split("\n")
     assert lines == ["", "000000", ""]  # one line per input line, the first one empty
+
+
+# Kafka-made vectors (issue 34): the JSON text is Kafka 4.3.1's `<Name>DataJsonConverter.write`
+# and the hex Kafka's own bytes for it (through the conformance oracle, `encode` then `decode`),
+# not our output. Each holds a null in a nullable array of structs, which Kafka's schemas allow
+# (FetchResponse Responses.Partitions.AbortedTransactions v4+, QuorumStateData CurrentVoters v0).
+KAFKA_NULL_STRUCT_ARRAYS = [
+    (
+        "QuorumStateData",
+        0,
+        '{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
+        '"currentVoters":null}',
+        "010000000100000002ffffffff00000000000000000000",
+    ),
+    (
+        "FetchResponse",
+        4,
+        '{"throttleTimeMs":0,"responses":[{"topic":"__cluster_metadata","partitions":['
+        '{"partitionIndex":0,"errorCode":0,"highWatermark":5,"lastStableOffset":5,'
+        '"abortedTransactions":null,"records":null},'
+        '{"partitionIndex":1,"errorCode":0,"highWatermark":5,"lastStableOffset":5,'
+        '"abortedTransactions":[{"producerId":7,"firstOffset":3}],"records":null}]}]}',
+        "000000000000000100125f5f636c75737465725f6d657461646174610000000200000000000000000000"
+        "000000050000000000000005ffffffffffffffff000000010000000000000000000500000000000000"
+        "050000000100000000000000070000000000000003ffffffff",
+    ),
+    (
+        "FetchResponse",
+        17,
+        '{"throttleTimeMs":0,"errorCode":0,"sessionId":0,"responses":['
+        '{"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":[{"partitionIndex":0,"errorCode":0,'
+        '"highWatermark":5,"lastStableOffset":5,"logStartOffset":0,"abortedTransactions":null,'
+        '"preferredReadReplica":-1,"records":null}]}]}',
+        "000000000000000000000200000000000000000000000000000001020000000000000000000000000005"
+        "0000000000000005000000000000000000ffffffff00000000",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("message", "version", "kafka_json", "kafka_hex"),
+    KAFKA_NULL_STRUCT_ARRAYS,
+    ids=[f"{m}-v{v}" for m, v, _, _ in KAFKA_NULL_STRUCT_ARRAYS],
+)
+def test_null_array_of_structs_both_ways(
+    capsys: pytest.CaptureFixture[str], message: str, version: int, kafka_json: str, kafka_hex: str
+) -> None:
+    assert main(["protocol", "encode", message, str(version), kafka_json]) == 0
+    assert capsys.readouterr().out.strip() == kafka_hex
+    assert main(["protocol", "decode", message, str(version), kafka_hex]) == 0
+    assert capsys.readouterr().out.strip() == kafka_json
+
+
+def test_null_refused_where_kafka_does_not_allow_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A non-nullable array of structs (FetchResponse Responses, Partitions) still refuses null."""
+    for obj in (
+        {"throttleTimeMs": 0, "responses": None},
+        {"throttleTimeMs": 0, "responses": [{"topic": "t", "partitions": None}]},
+    ):
+        assert main(["protocol", "encode", "FetchResponse", "4", json.dumps(obj)]) == 1
+        assert "null is not allowed here (version 4)" in capsys.readouterr().err
