@@ -6,7 +6,8 @@ machine below its applied offset; `snapshot_now` waits until the core has writte
 Invariants: only a prefix the state machine has applied, inside the core's log, is offered; the
 core refuses one that is not committed (or not newer), so the policy never decides what is safe;
 from kraft.version 1 the snapshot carries the voter set and kraft.version as of its last offset
-(a node restarting from it, or a follower installing it, learns its membership there).
+(a node restarting from it, or a follower installing it, learns its membership there), chosen
+by `core/snapshot_membership.py`, the same function the simulator's snapshots run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from metaquorum.core.events import CreateSnapshot, Event
 from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
 from metaquorum.core.log import RaftLog
+from metaquorum.core.snapshot_membership import snapshot_membership
 from metaquorum.runtime.clock import Clock
 from metaquorum.runtime.state_machine import KeyValueStateMachine
 
@@ -47,9 +49,7 @@ class SnapshotPolicy:
         if not log.start_offset < end <= log.end_offset:
             return None
         sm.snapshot_written()
-        kraft = self.control.kraft_version_at(end - 1)
-        voters = self.control.voters_at(end - 1)
-        record = voters.to_voters_record() if kraft >= 1 and voters.nodes else None
+        kraft, record = snapshot_membership(self.control, end)  # the rule the simulator runs
         payload = sm.snapshot_payload(log.entry(end - 1).epoch, self.clock.now_ms(), kraft, record)
         self.post(CreateSnapshot(end, payload))
         return end

@@ -28,6 +28,7 @@ from metaquorum.core import effects as fx
 from metaquorum.core import events as ev
 from metaquorum.core.log import RaftLog
 from metaquorum.core.node import RaftNode
+from metaquorum.core.snapshot_membership import snapshot_membership
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol import messages as msgs
 from metaquorum.sim import buggify
@@ -375,7 +376,12 @@ class Simulation:
         inc, end = data
         if inc != self.incarnation[nid] or self.nodes[nid] is None:
             return
-        payload = committed_snapshot(self.checker.committed, end)
+        # The membership in the header is what the core's rule picks for this replica (the
+        # runtime's SnapshotPolicy runs it too); `_snapshot` checks it against the oracle.
+        node = self.nodes[nid]
+        assert node is not None
+        membership = snapshot_membership(node.control, end) if end <= node.log.end_offset else None
+        payload = committed_snapshot(self.checker.committed, end, membership)
         if payload is not None:
             self.step(nid, ev.CreateSnapshot(end, payload))
 

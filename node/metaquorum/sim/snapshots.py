@@ -3,8 +3,12 @@
 Role: the bytes a replica writes when it snapshots below `end`, as a Kafka snapshot file: the
 header batch (with the KRaftVersion and Voters records as of the prefix's end once its
 kraft.version is >= 1), one data batch of `offset:epoch:value` records, the footer.
-Invariant: a function of the committed prefix only, so every replica's snapshot at the same end
-is the same bytes (`snapshot-consistent` compares them).
+The membership in the header comes from `membership` when given: the simulator passes what the
+snapshotting replica's core chooses (`core/snapshot_membership.py`, the function the runtime's
+`SnapshotPolicy` runs); without it, from a scan of the committed prefix, which is the oracle
+`snapshot-consistent` compares every written and installed snapshot with.
+Invariant: for a correct replica, a function of the committed prefix only, so every replica's
+snapshot at the same end is the same bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ from metaquorum.protocol.messages import KRaftVersionRecord, VotersRecord
 from metaquorum.protocol.records import SimpleRecord, build_batch
 
 
-def committed_snapshot(committed: list[LogEntry], end: int) -> bytes | None:
+def committed_snapshot(
+    committed: list[LogEntry],
+    end: int,
+    membership: tuple[int, VotersRecord | None] | None = None,
+) -> bytes | None:
     """The simulated state machine's snapshot of the committed prefix below `end`, as a
     Kafka snapshot file: header batch (with the KRaftVersion and Voters records as of the
     prefix's end when its kraft.version is >= 1), one data batch of `offset:epoch:value`
@@ -24,11 +32,14 @@ def committed_snapshot(committed: list[LogEntry], end: int) -> bytes | None:
         return None
     prefix = committed[:end]
     kraft, voters = 0, None
-    for e in prefix:
-        if e.kind is EntryKind.KRAFT_VERSION and isinstance(e.control, KRaftVersionRecord):
-            kraft = e.control.kraft_version
-        elif e.kind is EntryKind.KRAFT_VOTERS and isinstance(e.control, VotersRecord):
-            voters = e.control
+    if membership is not None:
+        kraft, voters = membership
+    else:
+        for e in prefix:
+            if e.kind is EntryKind.KRAFT_VERSION and isinstance(e.control, KRaftVersionRecord):
+                kraft = e.control.kraft_version
+            elif e.kind is EntryKind.KRAFT_VOTERS and isinstance(e.control, VotersRecord):
+                voters = e.control
     epoch = prefix[-1].epoch
     header = snapshot_header_batch(
         epoch, 0, timestamp_ms=0, kraft_version=kraft, voters=voters if kraft else None
