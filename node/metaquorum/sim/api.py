@@ -27,6 +27,8 @@ class SeedResult:
     unavailable_ms: int
     committed_offsets: int
     fsync_errors: int = 0
+    paths: dict[str, int] = field(default_factory=dict)  # sim/reach.py: protocol paths taken
+    moments: dict[str, int] = field(default_factory=dict)  # and worst moments that arose
     violations: list[dict[str, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     trace_sha256: str = ""
@@ -53,6 +55,8 @@ def _result(sim: Simulation, params: SimParams, scenario: str) -> SeedResult:
         unavailable_ms=sim.workload.unavailable_ms,
         committed_offsets=len(sim.checker.committed),
         fsync_errors=sim.fsync_errors,
+        paths=dict(sim.reach.paths),
+        moments=dict(sim.reach.moments),
         violations=[asdict(v) for v in sim.checker.violations],
         notes=sim.notes,
         trace_sha256=sim.hash.hexdigest(),

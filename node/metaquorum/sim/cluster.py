@@ -38,6 +38,7 @@ from metaquorum.sim.invariants import InvariantChecker
 from metaquorum.sim.membership import ADMIN, Membership, api_versions_answer
 from metaquorum.sim.network import Network
 from metaquorum.sim.params import SimParams
+from metaquorum.sim.reach import Reach
 from metaquorum.sim.snapshots import committed_snapshot
 from metaquorum.sim.surface import PAUSABLE, Kind, UnknownEffect
 from metaquorum.sim.workload import ClientWorkload
@@ -57,7 +58,8 @@ class Simulation:
         # KIP-853 (sim/membership.py): directory ids (drawn here), bootstrap voters, admin requests
         self.membership = Membership(self, self.voter_ids, self.kraft1)
         self.workload: ClientWorkload = ClientWorkload(self)
-        self.situations: dict[str, int] = {}  # sim/buggify.py: worst moments seen
+        self.reach = Reach()  # sim/reach.py: protocol paths and worst moments reached
+        self.situations = self.reach.moments  # sim/buggify.py counts its moments there
         self.disks = {n: MemoryDisk() for n in self.all_ids}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}
         self.incarnation = dict.fromkeys(self.all_ids, 0)
@@ -116,6 +118,7 @@ class Simulation:
         )
         self.nodes[nid] = node
         self.checker.on_restart(nid)
+        self.reach.on_boot(nid, disk.election)
         self.record(f"{self.now} boot {nid} {inc}\n")
         self.apply(nid, node, node.start(self.now))
 
@@ -131,12 +134,14 @@ class Simulation:
         node = self.nodes[nid]
         if node is None:
             return
+        before = node.state
         try:
             result = node.handle(event, self.now)
         except Exception as exc:  # a core bug: record it as a violation, stop the node
             self.checker.fail("core-exception", f"node {nid}: {type(exc).__name__}: {exc}")
             self.nodes[nid] = None
             return
+        self.reach.observe(nid, node, event, before, result)
         self.apply(nid, node, result)
 
     def current_leader(self) -> int | None:
