@@ -9,7 +9,12 @@ phase; it restarts on its data 200-2,000 ms later), on top of the random fault m
 - `leader-voter-change`: a leader appended a VotersRecord that changes the membership;
 - `snapshot-written`: it wrote or installed a snapshot.
 Every moment is counted whether or not it crashes (`sim.situations`): a moment the mixes never
-produce is a bug the simulator cannot catch, so the counts per 1,000 seeds go in the report.
+produce is a bug the simulator cannot catch, so the counts go in the reach table (sim/reach.py).
+A run may aim its crashes at some moments only (`buggify_moments`, e.g. `vote-persisted` with a
+quick restart: the case vote persistence exists for), and may cut a leader that just appended
+another voter's removal off from the remaining voters (`cut_after_removal`: the fault that
+shows a leader still counting the removed voter's fetches for check-quorum; the
+`cut-leader` fault of sim/faults.py).
 Invariant: all randomness comes from the simulation's RNG (a seed reproduces the run).
 """
 
@@ -59,6 +64,14 @@ def moments(node: RaftNode, step: Step) -> list[str]:
     return found
 
 
+def removes_another_voter(nid: int, node: RaftNode) -> bool:
+    """Did leader `nid` just append a VotersRecord removing a voter other than itself?"""
+    control = node.control
+    at = control.latest_voters_offset()
+    before, after = control.voters_at(at - 1).voter_ids, control.voters_at(at).voter_ids
+    return after < before and nid in after
+
+
 def observe(sim: Crashable, nid: int, node: RaftNode, step: Step) -> None:
     found = moments(node, step)
     if not found:
@@ -66,7 +79,18 @@ def observe(sim: Crashable, nid: int, node: RaftNode, step: Step) -> None:
     for m in found:
         sim.situations[m] = sim.situations.get(m, 0) + 1
     p = sim.params
-    if p.buggify <= 0 or sim.now >= p.fault_end_ms or sim.nodes[nid] is None:
+    if sim.now >= p.fault_end_ms or sim.nodes[nid] is None:
+        return
+    if (
+        p.cut_after_removal > 0
+        and "leader-voter-change" in found
+        and removes_another_voter(nid, node)
+        and sim.rng.random() < p.cut_after_removal
+    ):
+        sim.push(sim.now, Kind.FAULT, 0, ("cut-leader", nid, sim.rng.randint(*p.cut_ms)))
+    if p.buggify_moments:
+        found = [m for m in found if m in p.buggify_moments]
+    if p.buggify <= 0 or not found:
         return
     if sim.rng.random() < p.buggify:
         sim.record(f"{sim.now} buggify {nid} {found[-1]}\n")
@@ -74,4 +98,5 @@ def observe(sim: Crashable, nid: int, node: RaftNode, step: Step) -> None:
             sim.situations.get("crashed-at-" + found[-1], 0) + 1
         )
         sim.crash(nid)
-        sim.push(sim.now + sim.rng.randint(200, 2000), Kind.FAULT, 0, ("restart", nid))
+        restart = sim.rng.randint(*p.buggify_restart_ms)
+        sim.push(sim.now + restart, Kind.FAULT, 0, ("restart", nid))

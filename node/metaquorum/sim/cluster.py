@@ -39,6 +39,7 @@ from metaquorum.sim.membership import ADMIN, Membership, api_versions_answer
 from metaquorum.sim.network import Network
 from metaquorum.sim.params import SimParams
 from metaquorum.sim.reach import Reach
+from metaquorum.sim.resign_watch import ResignWatch
 from metaquorum.sim.snapshots import committed_snapshot
 from metaquorum.sim.surface import PAUSABLE, Kind, UnknownEffect
 from metaquorum.sim.workload import ClientWorkload
@@ -60,6 +61,7 @@ class Simulation:
         self.workload: ClientWorkload = ClientWorkload(self)
         self.reach = Reach()  # sim/reach.py: protocol paths and worst moments reached
         self.situations = self.reach.moments  # sim/buggify.py counts its moments there
+        self.resign_watch = ResignWatch(self)  # invariant leader-resigns-in-time
         self.disks = {n: MemoryDisk() for n in self.all_ids}
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.all_ids}
         self.incarnation = dict.fromkeys(self.all_ids, 0)
@@ -261,6 +263,8 @@ class Simulation:
         if self.nodes[nid] is not node:
             return  # crashed at a worst moment: no poll for the dead incarnation
         st = node.state
+        if isinstance(st, LeaderState):
+            self.resign_watch.check(nid, node)
         key = (st.role, st.epoch)
         if self.last_role.get(nid) != key:
             self.last_role[nid] = key
@@ -283,6 +287,7 @@ class Simulation:
             self.now = t
             checker.now_ms = t
             if kind == Kind.CHECK:
+                self.resign_watch.check_all()
                 final_checks(self)
                 break
             if kind in PAUSABLE and paused[nid] > t:  # a paused replica handles it later
@@ -311,7 +316,7 @@ class Simulation:
             Kind.REQUEST: self._request,
             Kind.RESPONSE: self._response,
             Kind.FLUSH: self._flushed,
-            Kind.FAULT: lambda nid, data: apply_fault(self, data),
+            Kind.FAULT: self._fault,
             Kind.APPEND: lambda nid, data: self.workload.client_append(),
             Kind.CHECK: self._unexpected,
             Kind.FAILED: self._failed,
@@ -319,6 +324,10 @@ class Simulation:
             Kind.MEMBERSHIP: lambda nid, data: self.membership.operator_action(),
         }
         return [by_kind[k] for k in range(len(by_kind))]
+
+    def _fault(self, nid: int, data: tuple[object, ...]) -> None:
+        apply_fault(self, data)
+        self.resign_watch.check_all()  # a cut or a crash may leave a leader alone
 
     def _unexpected(self, nid: int, data: Any) -> None:
         raise AssertionError("CHECK is handled by the loop itself")

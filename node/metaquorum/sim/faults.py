@@ -59,6 +59,11 @@ class FaultTarget(World, Protocol):
     def notes(self) -> list[str]: ...
 
     @property
+    def situations(self) -> dict[str, int]:
+        """The worst moments reached (sim/reach.py)"""
+        ...
+
+    @property
     def fsync_errors(self) -> int: ...
 
     @fsync_errors.setter
@@ -124,6 +129,23 @@ def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
         assert isinstance(target, int)
         if sim.nodes[target] is None and now < end:
             sim.boot(target)
+        return
+    if kind == "cut-leader":  # sim/buggify.py: right after it appended a voter's removal
+        leader, duration = data[1], data[2]
+        assert isinstance(leader, int) and isinstance(duration, int)
+        node = sim.nodes[leader]
+        if node is None or not isinstance(node.state, LeaderState):
+            return
+        before = set(sim.net.blocked)
+        for v in node.voters.voter_ids - {leader}:
+            sim.net.cut(leader, v)
+            sim.net.cut(v, leader)
+        added = frozenset(sim.net.blocked - before)
+        if added:
+            sim.situations["leader-cut-after-removal"] = (
+                sim.situations.get("leader-cut-after-removal", 0) + 1
+            )
+            sim.push(now + min(duration, max(0, end - now)), FAULT, 0, ("unblock", added))
         return
     if kind == "stable-start":
         leader = sim.current_leader()

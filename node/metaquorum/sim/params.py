@@ -52,8 +52,16 @@ class SimParams:
     # an operator's Add/RemoveRaftVoter every this many ms of the fault phase (0: none).
     kraft_version: int = 0
     membership_interval_ms: int = 0
-    # sim/buggify.py: crash a replica at a worst moment with this probability (0: never)
+    # sim/buggify.py: crash a replica at a worst moment with this probability (0: never), only
+    # at the moments named in `buggify_moments` when it is not empty, restarting it after
+    # `buggify_restart_ms` (min, max); and with probability `cut_after_removal` cut a leader
+    # that just appended another voter's removal off from every remaining voter (not from the
+    # removed one) for `cut_ms` (min, max), longer than check-quorum's 1.5 x fetch timeout.
     buggify: float = 0.0
+    buggify_moments: tuple[str, ...] = ()
+    buggify_restart_ms: tuple[int, int] = (200, 2000)
+    cut_after_removal: float = 0.0
+    cut_ms: tuple[int, int] = (3500, 5000)
     trace: bool = False
 
     @property
