@@ -44,7 +44,8 @@ def table(results: dict[str, tuple[Counts, Counts, int]], seeds: int) -> str:
         for name in names:
             cells = []
             for mix in mixes:
-                counts = results[mix][0 if kind == "paths" else 1]
+                paths, moments, _ = results[mix]
+                counts = paths if kind == "paths" else moments
                 times, hit = counts.get(name, (0, 0))
                 cells.append(f"{times}/{hit}" if times else "**0**")
             label = name if kind == "paths" else f"*{name}*"
