@@ -55,9 +55,10 @@ class Simulation:
         self.voter_ids = list(range(1, params.voters + 1))
         self.all_ids = list(range(1, params.voters + params.observers + 1))
         self.cluster_id = CLUSTER_ID
-        self.kraft1 = params.kraft_version >= 1
-        # KIP-853 (sim/membership.py): directory ids (drawn here), bootstrap voters, admin requests
-        self.membership = Membership(self, self.voter_ids, self.kraft1)
+        # KIP-853 (sim/membership.py): directory ids (drawn here), bootstrap voters, admin
+        # requests; a `kraft_upgrade` run starts from a kraft.version 0 static quorum.
+        self.kraft1 = params.kraft_version >= 1 or params.kraft_upgrade
+        self.membership = Membership(self, self.voter_ids, self.kraft1, params.kraft_upgrade)
         self.workload: ClientWorkload = ClientWorkload(self)
         self.reach = Reach()  # sim/reach.py: protocol paths and worst moments reached
         self.situations = self.reach.moments  # sim/buggify.py counts its moments there
@@ -223,7 +224,9 @@ class Simulation:
         snap = node.log.snapshot
         done = 0 if snap is None else snap.snapshot_id.offset
         if every and eff.high_watermark - done >= every:
-            self.push(self.now, Kind.SNAPSHOT, nid, (self.incarnation[nid], eff.high_watermark))
+            lag = self.params.snapshot_lag_max
+            end = eff.high_watermark - (self.rng.randint(0, lag) if lag else 0)
+            self.push(self.now, Kind.SNAPSHOT, nid, (self.incarnation[nid], max(end, done + 1)))
 
     def _snapshot(
         self, nid: int, node: RaftNode, eff: fx.WriteSnapshot | fx.InstallSnapshot

@@ -130,6 +130,15 @@ def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
         if sim.nodes[target] is None and now < end:
             sim.boot(target)
         return
+    if kind == "move":  # sim/membership.py: a voter restarts at another address
+        target, down = data[1], data[2]
+        assert isinstance(target, int) and isinstance(down, int)
+        if sim.nodes[target] is not None and now < end:
+            sim.membership.moved[target] += 1
+            sim.situations["endpoint-moved"] = sim.situations.get("endpoint-moved", 0) + 1
+            sim.crash(target)
+            sim.push(now + down, FAULT, 0, ("restart", target))
+        return
     if kind == "cut-leader":  # sim/buggify.py: right after it appended a voter's removal
         leader, duration = data[1], data[2]
         assert isinstance(leader, int) and isinstance(duration, int)
@@ -173,6 +182,9 @@ def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
     assert isinstance(data[1], int)
     duration = min(data[1], max(0, end - now))
     victim = ids[rng.randrange(len(ids))]
+    if kind == "crash_leader":
+        victim = sim.current_leader() or victim
+        kind = "crash"
     before = set(sim.net.blocked)
     if kind == "isolate":
         sim.net.isolate(victim, ids)
@@ -228,9 +240,9 @@ def final_checks(sim: FaultTarget) -> None:
     """Liveness after the faults stopped (all replicas up, network healed)."""
     p = sim.params
     checker = sim.checker
-    if sim.kraft1:
-        sim.membership.final_checks()
     leader = sim.current_leader()
+    if sim.kraft1:
+        sim.membership.final_checks(None if leader is None else sim.nodes[leader])
     if leader is None:
         checker.fail("liveness", f"no leader {p.liveness_bound_ms} ms after the faults stopped")
         return

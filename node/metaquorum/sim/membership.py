@@ -31,6 +31,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from metaquorum.core.effects import SendRequest
+from metaquorum.core.events import UpgradeKRaftVersion
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import EntryKind, LogEntry
 from metaquorum.core.node import RaftNode
@@ -51,8 +52,11 @@ LISTENER = "CONTROLLER"
 BASE_PORT = 9000  # node N listens on BASE_PORT + N
 
 
-def endpoint_of(nid: int) -> ListenerEndpoint:
-    return ListenerEndpoint(LISTENER, f"node-{nid}", BASE_PORT + nid)
+def endpoint_of(nid: int, moved: int = 0) -> ListenerEndpoint:
+    """Node `nid`'s address; after its `moved`-th endpoint move, another host name (the port,
+    which routes, stays)."""
+    host = f"node-{nid}" if moved == 0 else f"node-{nid}-m{moved}"
+    return ListenerEndpoint(LISTENER, host, BASE_PORT + nid)
 
 
 def api_versions_answer() -> ApiVersionsResponseData:
@@ -68,23 +72,31 @@ class Membership:
     bootstrap voter set with endpoints); in a static run only `voter_set` and the pseudo-id
     routing (a no-op there) are used."""
 
-    def __init__(self, world: World, voter_ids: list[int], enabled: bool) -> None:
+    def __init__(
+        self, world: World, voter_ids: list[int], enabled: bool, static_start: bool = False
+    ) -> None:
         self.world = world
         self.enabled = enabled
+        # `kraft_upgrade` runs: a kraft.version 0 quorum from `controller.quorum.voters`
+        # (endpoints, no directory ids) whose replicas have directory ids, upgraded to 1.
+        self.static_start = static_start
+        self.moved: dict[int, int] = dict.fromkeys(world.all_ids, 0)  # endpoint moves so far
         self.bootstrap_ids = frozenset(voter_ids)
         # Directory ids (a wipe draws a new one), drawn from the run's RNG in id order.
         self.directory_ids: dict[int, str | None] = dict.fromkeys(world.all_ids)
         if enabled:
             for n in world.all_ids:
                 self.directory_ids[n] = self.new_directory_id()
-        self.voter_set = (
-            VoterSet.from_nodes(
+        if static_start:
+            voters = {i: (endpoint_of(i).host, endpoint_of(i).port) for i in voter_ids}
+            self.voter_set = VoterSet.from_endpoints(LISTENER, voters)
+        elif enabled:
+            self.voter_set = VoterSet.from_nodes(
                 VoterNode(ReplicaKey(i, self.directory_ids[i]), (endpoint_of(i),), 0, 1)
                 for i in voter_ids
             )
-            if enabled
-            else VoterSet.of(voter_ids)
-        )
+        else:
+            self.voter_set = VoterSet.of(voter_ids)
         # KIP-853 bootstrap servers: a request to a pseudo-id goes to the node at its endpoint
         # and its answer comes back from the pseudo-id (`route`, `answer_source`).
         self.pseudo: dict[tuple[int, int], int] = {}
@@ -102,12 +114,14 @@ class Membership:
         return str(Uuid(rng.getrandbits(63), rng.getrandbits(63)))
 
     def local_endpoints(self, nid: int) -> tuple[ListenerEndpoint, ...]:
-        return (endpoint_of(nid),) if self.enabled else ()
+        return (endpoint_of(nid, self.moved[nid]),) if self.enabled else ()
 
     def bootstrap_servers(self) -> tuple[ListenerEndpoint, ...]:
         """kraft.version 1 mixes: every replica is configured with every node's address as
         `controller.quorum.bootstrap.servers` (the core discovers the leader through pseudo-ids)."""
-        return tuple(endpoint_of(n) for n in self.world.all_ids) if self.enabled else ()
+        if not self.enabled or self.static_start:  # a static quorum finds its voters' endpoints
+            return ()
+        return tuple(endpoint_of(n) for n in self.world.all_ids)
 
     def route(self, nid: int, request: SendRequest) -> int:
         """The replica a request goes to: a pseudo-id (< -1) is the node at its endpoint, and
@@ -133,18 +147,37 @@ class Membership:
         w = self.world
         p = w.params
         rng = w.rng
-        if w.now + p.membership_interval_ms < p.fault_end_ms:
+        # A kraft.version upgrade is retried after the faults too (its liveness is checked).
+        last = p.end_ms - p.liveness_bound_ms // 2 if p.kraft_upgrade else p.fault_end_ms
+        if w.now + p.membership_interval_ms < last:
             w.push(w.now + p.membership_interval_ms, Kind.MEMBERSHIP, 0, None)
         leader = w.current_leader()
         if leader is None:
             return
         node = w.nodes[leader]
         assert node is not None
+        if node.control.latest_kraft_version() < 1:
+            # kraft.version 0 (`kraft_upgrade` runs): `kafka-features upgrade` until it takes.
+            w.record(f"{w.now} admin {leader} upgrade kraft.version 1\n")
+            w.step(leader, UpgradeKRaftVersion(node.epoch, 1))
+            return
+        if w.now >= p.fault_end_ms:
+            return
         voters = node.voters
+        if p.move_endpoints > 0 and rng.random() < p.move_endpoints:
+            # An operator moves a voter to another address (a pod rescheduled): it restarts
+            # with new endpoints and tells the leader (UpdateRaftVoter).
+            moving = voters.sorted_ids()[rng.randrange(len(voters))]
+            w.push(w.now + 1, Kind.FAULT, 0, ("move", moving, rng.randint(200, 1000)))
+            return
         request: object
         # A voter whose replica now runs under another directory id (a wiped disk): replace it.
         ids = self.directory_ids
-        stale = [n.key for n in voters.nodes if ids[n.key.id] != n.key.directory_id]
+        stale = [
+            n.key
+            for n in voters.nodes
+            if n.key.directory_id is not None and ids[n.key.id] != n.key.directory_id
+        ]
         missing = [i for i in w.all_ids if i not in voters]
         roll = rng.random()
         if stale and len(voters) > 1:
@@ -218,13 +251,31 @@ class Membership:
                 return False
         return True
 
-    def final_checks(self) -> None:
+    def final_checks(self, leader: RaftNode | None) -> None:
         """Liveness: every change a replica accepted was answered (commit, error, expiry or the
-        loss of leadership), unless that replica crashed since (its connection dropped)."""
+        loss of leadership), unless that replica crashed since (its connection dropped); in a
+        `kraft_upgrade` run kraft.version 1 is committed; every running voter's entry in the
+        leader's set has the endpoints it runs with (moved voters sent UpdateRaftVoter)."""
         w = self.world
         for cid, (nid, incarnation) in sorted(self.admin_pending.items()):
             if w.nodes[nid] is not None and w.incarnation[nid] == incarnation:
                 w.checker.fail("membership-liveness", f"request {cid} to node {nid} never answered")
+        if leader is None:
+            return
+        hw = leader.high_watermark
+        if w.params.kraft_upgrade and (hw is None or leader.control.kraft_version_at(hw - 1) < 1):
+            w.checker.fail("kraft-upgrade-liveness", "kraft.version 1 never committed")
+        if leader.control.latest_kraft_version() < 1:
+            return
+        for v in leader.voters.nodes:
+            i = v.key.id
+            running = w.nodes[i] is not None and self.directory_ids[i] == v.key.directory_id
+            if running and v.endpoints != self.local_endpoints(i):
+                w.checker.fail(
+                    "voter-endpoints-liveness",
+                    f"voter {i} runs at {self.local_endpoints(i)[0].host}, the voter set says "
+                    f"{[e.host for e in v.endpoints]}",
+                )
 
     # --- invariants ------------------------------------------------------------------------
     def on_append(self, nid: int, node: RaftNode, entries: tuple[LogEntry, ...]) -> None:

@@ -24,13 +24,23 @@ class FaultMix:
     pause: int = 0
     wipe: int = 0
     disk_fail: int = 0  # the victim's next fsync fails: it stops (fail-stop), restarts later
+    crash_leader: int = 0  # crash the current leader (its followers time out together)
     duration_min_ms: int = 500
     duration_max_ms: int = 4000
     torn_write: float = 0.5
     stable_leadership: bool = False
 
     def weights(self) -> list[tuple[str, int]]:
-        kinds = ("isolate", "one_way", "split", "crash", "pause", "wipe", "disk_fail")
+        kinds = (
+            "isolate",
+            "one_way",
+            "split",
+            "crash",
+            "pause",
+            "wipe",
+            "disk_fail",
+            "crash_leader",
+        )
         return [(k, getattr(self, k)) for k in kinds if getattr(self, k) > 0]
 
 
@@ -48,10 +58,19 @@ class SimParams:
     workload_tail_ms: int = 9000
     liveness_bound_ms: int = 15000
     snapshot_every: int = 0  # snapshot when this many committed entries follow the last one
+    # ... at an offset up to this far below the HW (a state machine that applies behind the HW,
+    # so voter changes sit above the snapshot's end)
+    snapshot_lag_max: int = 0
     # KIP-853 (sim/membership.py): kraft.version 1 (directory ids, a bootstrap voter set), and
     # an operator's Add/RemoveRaftVoter every this many ms of the fault phase (0: none).
     kraft_version: int = 0
     membership_interval_ms: int = 0
+    # Issue 33: a kraft.version 0 quorum (static voters with endpoints; replicas with directory
+    # ids) that the operator upgrades to kraft.version 1, then changes as above; and the
+    # probability that an operator action moves a voter's endpoint instead (it restarts with
+    # another host name and sends UpdateRaftVoter).
+    kraft_upgrade: bool = False
+    move_endpoints: float = 0.0
     # sim/buggify.py: crash a replica at a worst moment with this probability (0: never), only
     # at the moments named in `buggify_moments` when it is not empty, restarting it after
     # `buggify_restart_ms` (min, max); and with probability `cut_after_removal` cut a leader
@@ -118,6 +137,7 @@ MIXES: dict[str, SimParams] = {
         flush_max_ms=10,
         snapshot_every=25,  # voter sets also travel in snapshots (installed, loaded)
         config=QuorumConfig(snapshot_chunk_bytes=256),
+        cut_after_removal=0.5,  # issue 33: cut the leader off right after a removal
     ),
     "five-membership": SimParams(
         voters=5,
@@ -128,6 +148,38 @@ MIXES: dict[str, SimParams] = {
         mix=FaultMix(
             isolate=1, one_way=1, split=1, crash=2, pause=1, wipe=1, disk_fail=1, interval_ms=1000
         ),
+        link=NOISY,
+        flush_max_ms=20,
+        cut_after_removal=0.5,
+    ),
+    # Issue 33: UpdateRaftVoter and the kraft.version 0 -> 1 upgrade. A static kraft.version 0
+    # quorum (3 voters, 1 observer) that the operator upgrades (retrying until it commits, also
+    # after the faults), then changes (add, remove) or moves a voter's endpoint; snapshots every
+    # 12 committed entries carry the upgraded voter set, with updates above them.
+    "upgrade": SimParams(
+        observers=1,
+        kraft_upgrade=True,
+        move_endpoints=0.5,
+        membership_interval_ms=500,
+        fault_end_ms=12000,  # the upgrade takes a few seconds under faults; then changes run
+        buggify=0.02,
+        mix=FaultMix(isolate=1, one_way=1, crash=2, pause=1, interval_ms=1200),
+        link=NOISY,
+        flush_max_ms=10,
+        snapshot_every=12,
+        snapshot_lag_max=10,
+        config=QuorumConfig(snapshot_chunk_bytes=256),
+    ),
+    # Issue 33: the case vote persistence exists for. The leader crashes (its followers time
+    # out together, so candidates of one epoch compete) and a replica that persisted a granted
+    # vote crashes at once half the time, back 5-60 ms later, before the other candidate's
+    # request or its retry.
+    "vote-restart": SimParams(
+        voters=5,
+        buggify=0.5,
+        buggify_moments=("vote-persisted",),
+        buggify_restart_ms=(5, 60),
+        mix=FaultMix(crash_leader=3, interval_ms=900, duration_min_ms=300, duration_max_ms=1500),
         link=NOISY,
         flush_max_ms=20,
     ),
