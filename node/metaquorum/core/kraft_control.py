@@ -46,6 +46,14 @@ class KRaftControlRecordStateMachine:
     def voters_at(self, offset: int) -> VoterSet:
         return self.voter_history.at(offset)
 
+    def voter_set_at_offset(self, offset: int) -> VoterSet | None:
+        """Kafka's `voterSetAtOffset`: the set in effect at `offset` from the log, a snapshot or
+        the bootstrap checkpoint (kraft.version 1 at start-up), never the static
+        `controller.quorum.voters` set of a kraft.version 0 start (None then)."""
+        if self.voter_history.offset_at(offset) == -1 and self._startup[1] < 1:
+            return None
+        return self.voter_history.at(offset)
+
     def latest_kraft_version(self) -> int:
         return self._kraft_versions[-1]
 

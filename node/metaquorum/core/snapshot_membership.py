@@ -8,7 +8,9 @@ kraft.version as of offset `end - 1` and, from kraft.version 1, the voter set as
 (sim/cluster.py) both ask this function, so the simulator checks the code a real node runs.
 Invariants: a pure function of the replica's control-record history; never the newest set
 when a VotersRecord sits at or above `end` (that change is not in the snapshot's prefix); a
-kraft.version 0 snapshot has no VotersRecord.
+kraft.version 0 snapshot has no VotersRecord, and neither has one ending between an upgrade's
+KRaftVersionRecord and its VotersRecord (the static `controller.quorum.voters` set is not in
+Kafka's voter set history; found by the simulator's `upgrade` mix, issue 33).
 """
 
 from __future__ import annotations
@@ -25,6 +27,6 @@ def snapshot_membership(
 ) -> tuple[int, VotersRecord | None]:
     """(kraft.version, VotersRecord or None) for a snapshot of everything below `end`."""
     kraft = control.kraft_version_at(end - 1)
-    voters = control.voters_at(end - 1)
-    record = voters.to_voters_record() if kraft >= 1 and voters.nodes else None
+    voters = control.voter_set_at_offset(end - 1)  # never the static set (Kafka's rule)
+    record = voters.to_voters_record() if kraft >= 1 and voters and voters.nodes else None
     return kraft, record

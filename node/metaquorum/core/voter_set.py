@@ -232,6 +232,10 @@ class VoterSetHistory:
     def latest(self) -> VoterSet:
         return self._sets[-1]
 
+    def offset_at(self, offset: int) -> int:
+        """The offset of the set in effect at `offset` (-1: the start-up set)."""
+        return self._offsets[max(0, bisect_right(self._offsets, offset) - 1)]
+
     def latest_offset(self) -> int:
         return self._offsets[-1]
 
