@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from metaquorum.core import check_quorum, update_voter
+from metaquorum.core import check_quorum, poll, update_voter
 from metaquorum.core import node as node_module
 from metaquorum.core import snapshot_membership as policy
 from metaquorum.core.context import RaftContext
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.simulation
 
 
 def test_restart_forgets_the_persisted_vote(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = node_module.initial_state
+    original = poll.initial_state  # what core/node.py calls at every (re)start
 
     def forget(ctx: RaftContext, election: ElectionState, now_ms: int) -> EpochState:
         voted = election.voted_key
