@@ -24,7 +24,8 @@ help:
 	@echo "make test        set up and run every test tier (what CI runs)"
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
 	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
-	@echo "make sim-long    the full simulation campaign, 4,250 seeds (not in make test)"
+	@echo "make sim-long    the full simulation campaign, 4,950 seeds (not in make test)"
+	@echo "make sim-reach   the simulator's reach table: protocol paths and worst moments per mix (SEEDS=50)"
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
 	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
@@ -71,14 +72,20 @@ scenarios: setup
 
 # The seeded simulations are CPU-bound and independent: one pytest-xdist worker per core.
 SIM_WORKERS ?= auto
-# `make sim` (in make test) runs the CI campaign, 1,350 seeds in short items; `make sim-long`
-# the full campaign, 4,250 seeds (tests/sim/test_campaign.py), not in make test.
+# `make sim` (in make test) runs the CI campaign, 1,490 seeds in short items; `make sim-long`
+# the full campaign, 4,950 seeds (tests/sim/test_campaign.py), not in make test.
 sim: setup
 	$(call run_tier,simulation,simulation and not sim_long,-n $(SIM_WORKERS))
 
 .PHONY: sim-long
 sim-long: setup
 	$(call run_tier,simulation-long,sim_long,-n $(SIM_WORKERS) tests/sim)
+
+# Issue 33: how often each protocol path and worst moment is reached, per mix (docs/sim-reach.md).
+SEEDS ?= 50
+.PHONY: sim-reach
+sim-reach: setup
+	nice -n 10 $(BIN)/python -m metaquorum.sim.reach_table --seeds $(SEEDS) --jobs 2
 
 conformance: kafka-jars
 	$(call run_tier,conformance,conformance,)

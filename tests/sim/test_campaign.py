@@ -4,12 +4,13 @@ Every seed runs the same core through a fault mix (see `metaquorum.sim.params.MI
 invariants checked after every event and liveness checked after the faults stop. A failing
 seed is reproduced with `python -m metaquorum.sim --seed N --scenario S --trace`.
 
-Two sizes of one campaign: `make sim` (CI, in `make test`) runs `CI` seeds of each mix, 1,350
-in all, sized for about 100 s of the whole tier on an idle 2-core machine; `make sim-long`
-(marker `sim_long`, not in `make test`) runs the full `LONG` campaign, 4,250 seeds (2,000 of
-them with KIP-853 membership changes and disk wipes). Either is cut into short items of
-`CHUNK` seeds (a few seconds of CPU each here) so pytest-xdist balances them over the cores
-and no item comes near pytest's timeout on a slower machine.
+Two sizes of one campaign: `make sim` (CI, in `make test`) runs `CI` seeds of each mix, 1,490
+in all, sized for about 120 s of the whole tier on an idle 2-core machine; `make sim-long`
+(marker `sim_long`, not in `make test`) runs the full `LONG` campaign, 4,950 seeds (2,000 of
+them with KIP-853 membership changes and disk wipes, 400 with the kraft.version upgrade). Each
+item also checks that its seeds reached what the mix exists for (`REACH_TARGETS`, issue 33).
+Either is cut into short items of `CHUNK` seeds (a few seconds of CPU each here) so pytest-xdist
+balances them over the cores and no item comes near pytest's timeout on a slower machine.
 """
 
 from __future__ import annotations
@@ -42,6 +43,25 @@ PLAN: dict[str, tuple[int, int, int]] = {
     # leader) under crashes, partitions and disk wipes, 3 and 5 voters.
     "membership": (175, 1000, 35),
     "five-membership": (175, 1000, 35),
+    # Issue 33: a restart right after a persisted vote, then a competing candidate of that
+    # epoch; the kraft.version 0 -> 1 upgrade, UpdateRaftVoter, snapshots below voter changes.
+    "vote-restart": (60, 300, 30),
+    "upgrade": (80, 400, 30),
+}
+# Issue 33: what every item of a mix must reach (sim/reach.py), so a change that stops a mix
+# from reaching the situation it exists for fails CI instead of silently losing coverage.
+REACH_TARGETS: dict[str, tuple[str, ...]] = {
+    "vote-restart": ("vote-restart-competing", "crashed-at-vote-persisted"),
+    "membership": ("leader-cut-after-removal", "leader-cut-off", "resign-after-removal"),
+    "five-membership": ("leader-cut-after-removal", "leader-cut-off"),
+    "upgrade": (
+        "kraft-upgrade-committed",
+        "rpc:UpdateRaftVoter",
+        "voter-update-committed",
+        "endpoint-moved",
+        "snapshot-kraft1-below-voter-change",
+    ),
+    "partitions": ("leader-cut-off", "resign-check-quorum"),
 }
 MEMBERSHIP_MIXES = ("membership", "five-membership")
 CI = {mix: ci for mix, (ci, _, _) in PLAN.items()}
@@ -88,9 +108,12 @@ def test_items_cover_each_seed_once_in_short_chunks() -> None:
 def _run_seeds(mix: str, first: int, stop: int) -> None:
     failures = []
     elections = 0
+    reached: dict[str, int] = {}
     for seed in range(first, stop):
         result, _ = run_scenario(mix, seed)
         elections += result.elections
+        for name, n in (*result.paths.items(), *result.moments.items()):
+            reached[name] = reached.get(name, 0) + n
         if result.violations:
             failures.append((seed, result.violations[0]))
     assert not failures, (
@@ -98,6 +121,8 @@ def _run_seeds(mix: str, first: int, stop: int) -> None:
         f"(replay: python -m metaquorum.sim --seed {failures[0][0]} --scenario {mix} --trace)"
     )
     assert elections >= stop - first  # every seed elected at least one leader
+    missed = [name for name in REACH_TARGETS.get(mix, ()) if not reached.get(name)]
+    assert not missed, f"seeds {first}-{stop - 1} of {mix} never reached {missed}"
 
 
 @pytest.mark.parametrize(("mix", "first", "stop"), items(CI))

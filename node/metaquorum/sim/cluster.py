@@ -267,7 +267,7 @@ class Simulation:
             return  # crashed at a worst moment: no poll for the dead incarnation
         st = node.state
         if isinstance(st, LeaderState):
-            self.resign_watch.check(nid, node)
+            self.resign_watch.check(nid, node, every_ms=10)
         key = (st.role, st.epoch)
         if self.last_role.get(nid) != key:
             self.last_role[nid] = key

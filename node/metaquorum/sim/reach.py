@@ -79,6 +79,18 @@ _RPC_NAMES = {
     msgs.RemoveRaftVoterRequestData: "rpc:RemoveRaftVoter",
     msgs.UpdateRaftVoterRequestData: "rpc:UpdateRaftVoter",
 }
+# The effects `observe` looks at (a dict lookup per effect: it runs after every step).
+_WATCHED: dict[type, type] = {
+    t: t
+    for t in (
+        fx.HighWatermarkAdvanced,
+        fx.TruncateLog,
+        fx.WriteSnapshot,
+        fx.InstallSnapshot,
+        fx.SendRequest,
+        fx.KRaftVersionUpgrade,
+    )
+}
 
 
 class Reach:
@@ -117,31 +129,38 @@ class Reach:
                     self.hit("resign-after-removal")
                 elif node.now_ms >= before.check_quorum_deadline_ms:
                     self.hit("resign-check-quorum")
-        if isinstance(event, ev.RequestReceived):
+        if type(event) is ev.RequestReceived:
             self._request(nid, node, event, step)
-        elif (
-            isinstance(event, ev.ResponseReceived)
-            and isinstance(event.message, msgs.FetchResponseData)
-            and any(isinstance(e, fx.TruncateLog) for e in step.effects)
-        ):
-            self.hit("truncate-on-divergence")
+        fetched = type(event) is ev.ResponseReceived and isinstance(
+            event.message, msgs.FetchResponseData
+        )
+        watched = _WATCHED
         for eff in step.effects:
-            if isinstance(eff, fx.HighWatermarkAdvanced):
+            kind = watched.get(type(eff))
+            if kind is None:
+                continue
+            if kind is fx.HighWatermarkAdvanced:
+                assert isinstance(eff, fx.HighWatermarkAdvanced)
                 if isinstance(after, LeaderState):
                     self._committed(node, eff.high_watermark)
-            elif isinstance(eff, fx.WriteSnapshot):
+            elif kind is fx.TruncateLog:
+                if fetched:
+                    self.hit("truncate-on-divergence")
+            elif kind is fx.WriteSnapshot:
+                assert isinstance(eff, fx.WriteSnapshot)
                 self.hit("snapshot-written")
                 end = eff.snapshot.snapshot_id.offset
                 control = node.control
                 if control.kraft_version_at(end - 1) >= 1 and control.latest_voters_offset() >= end:
                     self.moment("snapshot-kraft1-below-voter-change")
-            elif isinstance(eff, fx.InstallSnapshot):
+            elif kind is fx.InstallSnapshot:
                 self.hit("snapshot-installed")
-            elif isinstance(eff, fx.SendRequest) and isinstance(
-                eff.message, msgs.UpdateRaftVoterRequestData
-            ):
-                self.hit("update-voter-sent")
-            elif isinstance(eff, fx.KRaftVersionUpgrade):
+            elif kind is fx.SendRequest:
+                assert isinstance(eff, fx.SendRequest)
+                if type(eff.message) is msgs.UpdateRaftVoterRequestData:
+                    self.hit("update-voter-sent")
+            else:
+                assert isinstance(eff, fx.KRaftVersionUpgrade)
                 self.hit("kraft-upgrade-asked")
                 if eff.error is not None:
                     self.hit("kraft-upgrade-refused")

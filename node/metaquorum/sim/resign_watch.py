@@ -13,8 +13,8 @@ majority), and must resign by its window's deadline (+50 ms). A leader that rest
 twice while cut off is counting fetches it must not count (a removed voter's, an observer's);
 one still leading past its deadline ignores its own timer. So Kafka's bound from the cut is
 two windows at worst (6 s with the defaults), and the check is exact rather than a timeout.
-Evaluated after every step of a leader, after every fault and at the end; a cut-off is dated
-from the first evaluation that sees it (lenient, never early).
+Evaluated after a leader's steps (at most every 10 ms of virtual time), after every fault and
+at the end; a cut-off is dated from the first evaluation that sees it (lenient, never early).
 Invariants of the check itself: a paused leader is not judged (its timers wait; the watch
 starts over when it resumes); a voter that is down, paused or cut off in either direction does
 not count; each cut-off is counted once as the worst moment `leader-cut-off`; when the set of
@@ -56,15 +56,20 @@ class ResignWatch:
         # (leader, epoch) -> [cut off since, its deadline last seen, window restarts since]
         self.cut: dict[tuple[int, int], list[int]] = {}
         self.heard: dict[tuple[int, int], frozenset[int]] = {}  # the voters it hears then
+        self.last_check: dict[int, int] = {}
 
     def check_all(self) -> None:
         for nid, node in self.world.nodes.items():
             if node is not None and isinstance(node.state, LeaderState):
                 self.check(nid, node)
 
-    def check(self, nid: int, node: RaftNode) -> None:
+    def check(self, nid: int, node: RaftNode, *, every_ms: int = 0) -> None:
+        """Judge leader `nid` now (after its own steps, at most once per `every_ms`)."""
         w = self.world
         now = w.now
+        if every_ms and now - self.last_check.get(nid, -every_ms) < every_ms:
+            return
+        self.last_check[nid] = now
         paused = w.paused_until[nid]
         st = node.state
         if paused > now or not isinstance(st, LeaderState):
@@ -108,6 +113,7 @@ class ResignWatch:
         paused = w.paused_until
         now = w.now
         directory = w.membership.directory_ids
+        keyed = {n.key.id: n.key.directory_id for n in voters.nodes}
         return frozenset(
             i
             for i in voters.voter_ids
@@ -116,5 +122,5 @@ class ResignWatch:
             and paused[i] <= now
             and (i, leader) not in blocked
             and (leader, i) not in blocked
-            and voters.key_of(i).directory_id in (None, directory[i])
+            and keyed.get(i) in (None, directory[i])
         )
