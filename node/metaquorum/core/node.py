@@ -222,6 +222,12 @@ class RaftNode:
     def _finish(self, now_ms: int) -> Step:
         deadline = self.poll(now_ms)
         self._report_progress()
+        st = self.state
+        if isinstance(st, LeaderState) and st.data.resign_requested:
+            # The HW just committed this leader's own removal (`voter_change.on_high_watermark`):
+            # Kafka's poll loop resigns on its next iteration, so poll again now.
+            deadline = self.poll(now_ms)
+            self._report_progress()
         return Step(self.effects, max(deadline, now_ms))
 
     def poll(self, now_ms: int) -> int:

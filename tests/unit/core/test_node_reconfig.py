@@ -243,6 +243,21 @@ def test_removed_leader_leads_without_counting_itself_then_resigns() -> None:
     assert isinstance(ctx.node.state, ResignedState)
 
 
+def test_removed_leader_resigns_in_the_step_that_commits_its_removal() -> None:
+    """Found by the simulator's `removed-leader-resigns` once it allowed no delay (issue 33;
+    the multinode `remove_leader` script showed it too): the fetch that commits the leader's
+    own removal raised the HW after the step's poll, so the leader resigned only at its next
+    event or deadline (up to ~1 s with no fetch coming). Kafka's poll loop resigns on its next
+    iteration: the same step here."""
+    ctx = _leader()
+    _remove(ctx, 1)
+    ctx.flush()
+    ctx.request(2, _fetch(2, _dir(2), ctx))
+    ctx.request(3, _fetch(3, _dir(3), ctx))
+    assert _answers(ctx) == [(600, 0)]
+    assert isinstance(ctx.node.state, ResignedState)  # no further event needed
+
+
 def _update(ctx: RaftTestContext, voter: int, port: int, cid: int = 700) -> None:
     from metaquorum.protocol.messages import UpdateRaftVoterRequestData as U
 
