@@ -28,10 +28,9 @@ from metaquorum.core import effects as fx
 from metaquorum.core import events as ev
 from metaquorum.core.log import RaftLog
 from metaquorum.core.node import RaftNode
-from metaquorum.core.snapshot_membership import snapshot_membership
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol import messages as msgs
-from metaquorum.sim import buggify
+from metaquorum.sim import buggify, state_machine
 from metaquorum.sim.disk import MemoryDisk
 from metaquorum.sim.faults import apply_fault, final_checks, fsync_failed, schedule_faults
 from metaquorum.sim.invariants import InvariantChecker
@@ -220,13 +219,7 @@ class Simulation:
 
     def _high_watermark(self, nid: int, node: RaftNode, eff: fx.HighWatermarkAdvanced) -> None:
         self.checker.on_high_watermark(nid, node, eff.high_watermark, self.disks)
-        every = self.params.snapshot_every
-        snap = node.log.snapshot
-        done = 0 if snap is None else snap.snapshot_id.offset
-        if every and eff.high_watermark - done >= every:
-            lag = self.params.snapshot_lag_max
-            end = eff.high_watermark - (self.rng.randint(0, lag) if lag else 0)
-            self.push(self.now, Kind.SNAPSHOT, nid, (self.incarnation[nid], max(end, done + 1)))
+        state_machine.on_high_watermark(self, nid, node, eff.high_watermark)
 
     def _snapshot(
         self, nid: int, node: RaftNode, eff: fx.WriteSnapshot | fx.InstallSnapshot
@@ -323,7 +316,7 @@ class Simulation:
             Kind.APPEND: lambda nid, data: self.workload.client_append(),
             Kind.CHECK: self._unexpected,
             Kind.FAILED: self._failed,
-            Kind.SNAPSHOT: self._create_snapshot,
+            Kind.SNAPSHOT: lambda nid, data: state_machine.create(self, nid, data),
             Kind.MEMBERSHIP: lambda nid, data: self.membership.operator_action(),
         }
         return [by_kind[k] for k in range(len(by_kind))]
@@ -388,19 +381,6 @@ class Simulation:
             return
         self.record(f"{self.now} failed {nid} {peer} {cid & 0xFFFFFFFF}\n")
         self.step(nid, ev.RequestFailed(peer, cid))
-
-    def _create_snapshot(self, nid: int, data: tuple[int, int]) -> None:
-        inc, end = data
-        if inc != self.incarnation[nid] or self.nodes[nid] is None:
-            return
-        # The membership in the header is what the core's rule picks for this replica (the
-        # runtime's SnapshotPolicy runs it too); `_snapshot` checks it against the oracle.
-        node = self.nodes[nid]
-        assert node is not None
-        membership = snapshot_membership(node.control, end) if end <= node.log.end_offset else None
-        payload = committed_snapshot(self.checker.committed, end, membership)
-        if payload is not None:
-            self.step(nid, ev.CreateSnapshot(end, payload))
 
 
 # One handler per effect type of the core's `Effect` union (core/effects.py); `apply` raises
