@@ -16,9 +16,10 @@ two windows at worst (6 s with the defaults), and the check is exact rather than
 Evaluated after a leader's steps (at most every 10 ms of virtual time), after every fault and
 at the end; a cut-off is dated from the first evaluation that sees it (lenient, never early).
 Invariants of the check itself: a paused leader is not judged (its timers wait; the watch
-starts over when it resumes); a voter that is down, paused or cut off in either direction does
-not count; each cut-off is counted once as the worst moment `leader-cut-off`; when the set of
-voters the leader hears changes while it is cut off, the watch starts over (lenient).
+starts over when it resumes); a voter that is down or paused, or whose link *to* the leader is
+cut, does not count (a fetch counts on arrival, so a cut of the other direction does not stop
+it: chaos seed 28); each cut-off is counted once as the worst moment `leader-cut-off`; when the
+set of voters the leader hears changes while it is cut off, the watch starts over (lenient).
 """
 
 from __future__ import annotations
@@ -120,7 +121,6 @@ class ResignWatch:
             if i != leader
             and nodes[i] is not None
             and paused[i] <= now
-            and (i, leader) not in blocked
-            and (leader, i) not in blocked
+            and (i, leader) not in blocked  # its fetches arrive (answers may not: still counted)
             and keyed.get(i) in (None, directory[i])
         )
