@@ -29,7 +29,7 @@ from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
 from metaquorum.core.states import ElectionState, EpochState, FollowerState, LeaderState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import VotersRecord
-from metaquorum.sim import cluster
+from metaquorum.sim import state_machine
 
 from tests.sim.test_mutations import first_caught
 
@@ -122,6 +122,6 @@ def test_snapshot_carries_the_newest_voter_set(monkeypatch: pytest.MonkeyPatch) 
         return kraft, voters.to_voters_record() if kraft >= 1 and voters.nodes else None
 
     monkeypatch.setattr(policy, "snapshot_membership", newest)
-    monkeypatch.setattr(cluster, "snapshot_membership", newest)
+    monkeypatch.setattr(state_machine, "snapshot_membership", newest)
     seed, kind = first_caught("upgrade")
     assert kind == "snapshot-consistent", (seed, kind)
