@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Cluster
+from harness import Cluster
 
 pytestmark = pytest.mark.e2e
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMINGS, Cluster, wait_for
+from harness import TIMINGS, Cluster, wait_for
 from quorum_watch import Fault, Seen, Watcher, check
 from test_operator_real_node import mq, quorum, settled  # noqa: F401 - the quorum fixture
 

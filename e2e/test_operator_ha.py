@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OPERATOR_NS, TIMINGS, Cluster, wait_for
+from harness import OPERATOR_NS, TIMINGS, Cluster, wait_for
 from test_operator_real_node import apply_sample, mq, settled, use_pod_names
 
 pytestmark = pytest.mark.e2e

@@ -26,7 +26,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from conftest import OPERATOR_NS, TIMINGS, Cluster, wait_for
+from harness import OPERATOR_NS, TIMINGS, Cluster, wait_for
 from operator_nemesis import Step, parse_plan, sequences
 from quorum_watch import Fault, Seen, Watcher, check
 from test_operator_faults import hosts, kill_and_heal, ledger_for, whole

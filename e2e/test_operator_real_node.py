@@ -31,7 +31,7 @@ from typing import Any
 import diagnostics
 import pytest
 import yaml
-from conftest import TIMINGS, Cluster, wait_for
+from harness import TIMINGS, Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Cluster
+from harness import Cluster
 from test_chart import CHART, render
 
 pytestmark = pytest.mark.e2e
