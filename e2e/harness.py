@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 HERE = Path(__file__).resolve().parent
@@ -50,6 +51,7 @@ def wait_for(fn: Callable[[], Any], timeout: float, what: str, interval: float =
 
 
 OPERATOR_NS = "metaquorum-system"
+CHART = str(ROOT / "charts" / "metaquorum")
 
 
 @dataclass
@@ -186,3 +188,9 @@ def clients_bin() -> Path:
         [str(HERE / "tools" / "install-clients.sh")], check=True, stdout=subprocess.PIPE, text=True
     )
     return Path(out.stdout.strip().splitlines()[-1])
+
+
+def render(cluster: Cluster, *args: str) -> list[dict]:  # type: ignore[type-arg]
+    """The chart's objects as `helm template` renders them (release mq, namespace ops)."""
+    out = cluster.helm("template", "mq", CHART, "--namespace", "ops", *args).stdout
+    return [d for d in yaml.safe_load_all(out) if d]

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from harness import TIMINGS, Cluster, wait_for
-from test_operator_real_node import SAMPLE, cond, mq, use_pod_names
+from quorums import SAMPLE, cond, mq, use_pod_names
 
 pytestmark = pytest.mark.e2e
 
