@@ -25,6 +25,7 @@ help:
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
 	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
 	@echo "make sim-long    the full simulation campaign, 4,250 seeds (not in make test)"
+	@echo "make sim-digest  the traces of seeds 0-199 of every mix unchanged? (not in make test)"
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
 	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
@@ -79,6 +80,12 @@ sim: setup
 .PHONY: sim-long
 sim-long: setup
 	$(call run_tier,simulation-long,sim_long,-n $(SIM_WORKERS) tests/sim)
+
+# Per-mix digests of the traces of seeds 0-199 of every mix against tests/sim/trace_digests.txt
+# (not in make test; a few minutes): a reshaping of the core or the simulator changes none.
+.PHONY: sim-digest
+sim-digest: setup
+	$(BIN)/python -m tests.sim.trace_digest --check
 
 conformance: kafka-jars
 	$(call run_tier,conformance,conformance,)
