@@ -32,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from controlplane import mounts_under, stop_pid  # noqa: E402
+from procs import mounts_under, stop_pid  # noqa: E402
 
 CNI_BIN = "/usr/lib/cni"
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10"

@@ -7,7 +7,9 @@
 - `GET /pods`: the pods the stand-in runs (pid, ip, readiness, restarts, volume dirs, argv).
 
 The port is written to STATE/control.port. Invariant: every action holds the stand-in's lock,
-so it never races the sync loop.
+so it never races the sync loop. It sees the stand-in only as a `Standin` (its lock, its pod
+runs, its API client and state dir) and kills a pod as the stand-in's loop does (podrun.kill),
+so it imports neither kubelet.py (which starts it) nor anything that imports kubelet.py.
 """
 
 from __future__ import annotations
@@ -16,17 +18,26 @@ import json
 import shutil
 import signal
 import threading
+from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
+import podrun
 import volumes
 
-if TYPE_CHECKING:
-    from kubelet import Kubelet
+
+class Standin(Protocol):
+    """What the fault port needs of the kubelet stand-in (kubelet.Kubelet is one)."""
+
+    lock: AbstractContextManager[Any]
+    runs: dict[str, podrun.PodRun]
+    core: Any  # kubernetes.client.CoreV1Api
+    state: Path
 
 
-def fault(k: Kubelet, action: str, q: dict[str, str]) -> tuple[int, Any]:
+def fault(k: Standin, action: str, q: dict[str, str]) -> tuple[int, Any]:
     with k.lock:
         if action == "/pods":
             return 200, [
@@ -45,7 +56,7 @@ def fault(k: Kubelet, action: str, q: dict[str, str]) -> tuple[int, Any]:
         if action == "/kill":
             for r in k.runs.values():
                 if (r.namespace, r.name) == (q["namespace"], q["pod"]) and r.proc:
-                    k.kill(r, signal.SIGKILL)
+                    podrun.kill(r, signal.SIGKILL)
                     return 200, {"killed": r.proc.pid}
             return 404, {"error": "no such running pod"}
         if action == "/lose-disk":
@@ -58,7 +69,7 @@ def fault(k: Kubelet, action: str, q: dict[str, str]) -> tuple[int, Any]:
     return 404, {"error": "unknown action"}
 
 
-def serve(k: Kubelet) -> ThreadingHTTPServer:
+def serve(k: Standin) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def handle_any(self) -> None:
             u = urlparse(self.path)

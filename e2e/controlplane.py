@@ -11,6 +11,9 @@ Invariants:
   `stop()` is idempotent and also runs from the CLI (`python e2e/controlplane.py down DIR`);
 - all state (etcd data, certs, logs, pid files) lives under one directory.
 
+Imports: containerd.py (stop_dir stops the real-kubelet target's containerd with its pods) and
+procs.py (stop by PID, mounts); neither imports this module back.
+
 CLI: `python e2e/controlplane.py up DIR` (prints the kubeconfig path, leaves the processes
 running) and `python e2e/controlplane.py down DIR`.
 """
@@ -18,10 +21,8 @@ running) and `python e2e/controlplane.py down DIR`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import secrets
-import signal
 import socket
 import ssl
 import subprocess
@@ -30,6 +31,9 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from containerd import stop_dir as stop_containerd
+from procs import mounts_under, stop_pid
 
 HERE = Path(__file__).resolve().parent
 SERVICE_CIDR = "10.0.0.0/24"
@@ -304,33 +308,6 @@ class ControlPlane:
         self.procs.clear()
 
 
-def stop_pid(pid: int, grace: float = 10.0) -> None:
-    """SIGTERM the process group led by pid, wait, then SIGKILL. Missing pids are fine."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:  # not a group leader (started without a session): the pid alone
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                return
-        except ChildProcessError:  # not our child: poll for existence
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-        time.sleep(0.1)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-
-
 def stop_dir(root: Path) -> None:
     """Stop the processes whose pid files are in root, in reverse start order (the kubelet
     stand-in first: it stops its pods on SIGTERM; with the real kubelet, containerd's pods are
@@ -342,8 +319,6 @@ def stop_dir(root: Path) -> None:
             stop_pid(int(pidfile.read_text()), grace=20.0 if name == "kubelet" else 10.0)
             pidfile.unlink()
     if (root / "containerd" / "containerd.pid").exists():
-        from containerd import stop_dir as stop_containerd
-
         stop_containerd(root / "containerd")
     for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
         pidfile = root / f"{name}.pid"
@@ -353,16 +328,6 @@ def stop_dir(root: Path) -> None:
     # the real kubelet's volume mounts (tmpfs, local PV binds) and its root dir's self-bind
     for mnt in mounts_under(root):
         subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
-
-
-def mounts_under(root: Path) -> list[str]:
-    """Mount points at or under root, deepest first."""
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        mnt = line.split()[4].replace("\\040", " ")
-        if mnt == str(root) or mnt.startswith(f"{root}/"):
-            out.append(mnt)
-    return sorted(out, key=len, reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from conftest import OPERATOR_NS, Cluster
+from harness import OPERATOR_NS, Cluster
 
 OPERATOR_LOG_LINES = 60
 POD_LOG_LINES = 15

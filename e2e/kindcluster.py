@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import Cluster
+from harness import Cluster
 from kubernetes import config
 
 ROOT = Path(__file__).resolve().parents[1]

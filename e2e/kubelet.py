@@ -20,21 +20,19 @@ processes are stopped by PID only; everything it writes is under STATE.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import control
 import hostsfile
 import nodelease
+import podrun
 import probes
 import stages
 import volumes
@@ -49,42 +47,6 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@dataclass
-class PodRun:
-    uid: str
-    namespace: str
-    name: str
-    ip: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str
-    logfile: Path
-    probe: dict[str, Any] | None
-    proc: subprocess.Popen[bytes] | None = None
-    restarts: int = 0
-    ready: bool = False
-    next_probe: float = 0.0
-    exited_at: float | None = None
-    stopping_since: float | None = None
-    reported_exit: bool = False
-    liveness: dict[str, Any] | None = None
-    started_at: float | None = None
-    next_liveness: float = 0.0
-    live_failures: int = 0
-    ready_streak: int = 0
-    ready_failures: int = 0
-    grace: float = 30.0
-    pv_dirs: dict[str, str] = field(default_factory=dict)
-    # initContainers then the first container (stages.py); `stage` is the one running now.
-    stages: list[stages.Stage] = field(default_factory=list)
-    stage: int = 0
-    log_offset: int = 0
-
-    @property
-    def initializing(self) -> bool:
-        return self.stage < len(self.stages) - 1
-
-
 class Kubelet:
     def __init__(self, kubeconfig: Path, state: Path) -> None:
         self.state = state
@@ -94,7 +56,7 @@ class Kubelet:
         self.storage = client.StorageV1Api(self.api_client)
         self.server = self.api_client.configuration.host
         self.ca_file = self.api_client.configuration.ssl_ca_cert
-        self.runs: dict[str, PodRun] = {}
+        self.runs: dict[str, podrun.PodRun] = {}
         self.lock = threading.RLock()
         self.next_ip = 0
         self.hosts_path = state / "hosts"
@@ -128,9 +90,9 @@ class Kubelet:
             self.stop_event.wait(0.5)
         with self.lock:
             for run in self.runs.values():
-                self.kill(run, signal.SIGTERM)
+                podrun.kill(run, signal.SIGTERM)
             for run in self.runs.values():
-                self.reap(run, 5.0)
+                podrun.reap(run, 5.0)
 
     def sync(self, pod_objs: list[Any]) -> None:
         seen: set[str] = set()
@@ -158,8 +120,8 @@ class Kubelet:
         for uid in list(self.runs):
             if uid not in seen:  # force-deleted: nobody to report to
                 run = self.runs.pop(uid)
-                self.kill(run, signal.SIGKILL)
-                self.reap(run, 2.0)
+                podrun.kill(run, signal.SIGKILL)
+                podrun.reap(run, 2.0)
 
     def bind(self, meta: dict[str, Any]) -> None:
         body = {
@@ -214,7 +176,7 @@ class Kubelet:
             return
         main = pod_stages[-1]
         c = main.container
-        run = PodRun(
+        run = podrun.PodRun(
             uid=meta["uid"],
             namespace=meta["namespace"],
             name=meta["name"],
@@ -230,52 +192,10 @@ class Kubelet:
             stages=pod_stages,
         )
         self.runs[run.uid] = run
-        self.launch(run)
+        podrun.launch(run)
         self.report(meta, run, c)
 
-    def launch(self, run: PodRun) -> None:
-        """Start the process; a command that cannot start counts as an exit with 127."""
-        run.exited_at, run.ready, run.next_probe = None, False, 0.0
-        run.started_at, run.live_failures, run.ready_streak, run.ready_failures = (
-            time.monotonic(),
-            0,
-            0,
-            0,
-        )
-        st = run.stages[run.stage] if run.stages else None
-        argv, env, cwd, logfile = (
-            (st.argv, st.env, st.cwd, st.logfile)
-            if st is not None
-            else (run.argv, run.env, run.cwd, run.logfile)
-        )
-        with open(logfile, "ab") as out:
-            run.log_offset = out.tell()
-            try:
-                run.proc = subprocess.Popen(
-                    argv,
-                    env=env,
-                    cwd=cwd,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            except OSError as e:
-                out.write(f"stand-in: cannot start {argv}: {e}\n".encode())
-                run.proc = None
-                run.exited_at = time.monotonic()
-                return
-        (logfile.parent / "pid").write_text(str(run.proc.pid))
-        log.info(
-            "started %s/%s pid %d ip %s: %s",
-            run.namespace,
-            run.name,
-            run.proc.pid,
-            run.ip,
-            " ".join(argv),
-        )
-
-    def supervise(self, pod: dict[str, Any], run: PodRun) -> None:
+    def supervise(self, pod: dict[str, Any], run: podrun.PodRun) -> None:
         c = pod["spec"]["containers"][0]
         if run.initializing:
             self.supervise_init(pod, run, c)
@@ -295,7 +215,7 @@ class Kubelet:
             elif time.monotonic() - run.exited_at >= min(10.0, 1.0 * 2**run.restarts):
                 run.restarts += 1
                 run.reported_exit = False
-                self.launch(run)
+                podrun.launch(run)
                 self.report(pod["metadata"], run, c)
             return
         now_s = time.monotonic()
@@ -309,7 +229,7 @@ class Kubelet:
                 if run.live_failures >= int(run.liveness.get("failureThreshold", 3)):
                     log.info("%s/%s failed its liveness probe: killing", run.namespace, run.name)
                     run.live_failures = 0
-                    self.kill(run, signal.SIGKILL)
+                    podrun.kill(run, signal.SIGKILL)
                     return
         if now_s < run.next_probe:
             return
@@ -326,7 +246,7 @@ class Kubelet:
             run.ready = False
             self.report(pod["metadata"], run, c)
 
-    def supervise_init(self, pod: dict[str, Any], run: PodRun, c: dict[str, Any]) -> None:
+    def supervise_init(self, pod: dict[str, Any], run: podrun.PodRun, c: dict[str, Any]) -> None:
         """An init container: on success the next stage starts; on failure it is reported
         (exit code, log tail as the message) and restarted after a back-off."""
         if run.proc is not None and run.proc.poll() is None:
@@ -340,7 +260,7 @@ class Kubelet:
             if code == 0:
                 run.stage += 1
                 run.reported_exit = False
-                self.launch(run)
+                podrun.launch(run)
             else:
                 log.info(
                     "%s/%s init container %s exited %s",
@@ -356,10 +276,10 @@ class Kubelet:
         elif time.monotonic() - (run.exited_at or 0) >= min(10.0, 1.0 * 2**run.restarts):
             run.restarts += 1
             run.reported_exit = False
-            self.launch(run)
+            podrun.launch(run)
             self.report(pod["metadata"], run, c)
 
-    def report(self, meta: dict[str, Any], run: PodRun, c: dict[str, Any]) -> None:
+    def report(self, meta: dict[str, Any], run: podrun.PodRun, c: dict[str, Any]) -> None:
         alive = run.proc is not None and run.proc.poll() is None
         code = run.proc.returncode if run.proc is not None else 127
         pid = run.proc.pid if run.proc is not None else 0
@@ -387,32 +307,18 @@ class Kubelet:
             log.info("status %s/%s: %s", meta["namespace"], meta["name"], e.reason)
 
     # ---- stopping -------------------------------------------------------------------------
-    def kill(self, run: PodRun, sig: int) -> None:
-        if run.proc is not None and run.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(run.proc.pid, sig)
-
-    def reap(self, run: PodRun, timeout: float) -> None:
-        if run.proc is None:
-            return
-        try:
-            run.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill(run, signal.SIGKILL)
-            run.proc.wait(5)
-
-    def terminate(self, pod: dict[str, Any], run: PodRun | None) -> None:
+    def terminate(self, pod: dict[str, Any], run: podrun.PodRun | None) -> None:
         meta = pod["metadata"]
         if run is not None and run.proc is not None and run.proc.poll() is None:
             if run.stopping_since is None:
                 run.stopping_since = time.monotonic()
                 run.grace = float(meta.get("deletionGracePeriodSeconds") or run.grace)
-                self.kill(run, signal.SIGTERM)
+                podrun.kill(run, signal.SIGTERM)
                 return
             if time.monotonic() - run.stopping_since < run.grace:
                 return
-            self.kill(run, signal.SIGKILL)
-            self.reap(run, 5.0)
+            podrun.kill(run, signal.SIGKILL)
+            podrun.reap(run, 5.0)
         try:
             self.core.delete_namespaced_pod(
                 meta["name"],

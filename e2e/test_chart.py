@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
-from conftest import Cluster
+from harness import CHART, Cluster, render
 
 pytestmark = pytest.mark.e2e
-
-CHART = str(Path(__file__).resolve().parents[1] / "charts" / "metaquorum")
-
-
-def render(cluster: Cluster, *args: str) -> list[dict]:  # type: ignore[type-arg]
-    out = cluster.helm("template", "mq", CHART, "--namespace", "ops", *args).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
 
 
 def test_helm_lint_strict(cluster: Cluster) -> None:

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import OPERATOR_NS, Cluster, wait_for
+from harness import OPERATOR_NS, Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 

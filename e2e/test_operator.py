@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import Cluster, wait_for
+from harness import Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -17,43 +17,25 @@
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMINGS, Cluster, wait_for
-from quorum_watch import Fault, Seen, Watcher, check
-from test_operator_real_node import mq, quorum, settled  # noqa: F401 - the quorum fixture
+from harness import TIMINGS, Cluster, wait_for
+from quorum_watch import Fault, Watcher, check
+from quorums import (  # noqa: F401 - the quorum fixture
+    hosts,
+    kill_and_heal,
+    ledger_for,
+    mq,
+    quorum,
+    settled,
+    whole,
+)
 
 pytestmark = pytest.mark.e2e
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def hosts(ns: str, members: int = 5) -> list[tuple[str, int]]:
-    return [(f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local", 9093) for i in range(members)]
-
-
-def ledger_for(ns: str) -> Any:
-    from metaquorum.net.endpoint import Endpoint
-
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from tests.integration.ledger import Ledger
-
-    return Ledger(lambda: [Endpoint(h, p) for h, p in hosts(ns, 3)])
-
-
-def whole(watcher: Watcher, voters: int) -> Seen | None:
-    """The latest answer if it shows a leader and `voters` voters, all caught up."""
-    s = watcher.latest()
-    if s is None or s.leader < 0 or len(s.voters) != voters or s.up != s.voters:
-        return None
-    return s
 
 
 @pytest.fixture
@@ -66,37 +48,6 @@ def watched(quorum: str) -> Iterator[tuple[str, Any, Watcher]]:  # noqa: F811 - 
     finally:
         watcher.stop()
         ledger.stop()
-
-
-def kill_and_heal(
-    cluster: Cluster, ns: str, watcher: Watcher, before: Seen, victim: int
-) -> tuple[float, Seen]:
-    """kill -9 pod `victim`'s node process; returns (kill time, the first answer showing the
-    quorum healed): a leader (in a newer epoch if the victim led), the same voters, every one
-    caught up since the kill and the victim since its restartCount was seen to go up (so the
-    heal time may be over by the 0.25 s poll)."""
-    pod = f"quorum-{victim}"
-    restarts = cluster.restarts(ns, pod, "node")
-    t0, wall0 = time.monotonic(), time.time() * 1000
-    assert cluster.kill_container(ns, pod, "node") > 0
-    restarted: list[float] = []
-
-    def healed() -> Seen | None:
-        if not restarted:
-            if cluster.restarts(ns, pod, "node") <= restarts:
-                return None
-            restarted.append(time.time() * 1000)
-        s = whole(watcher, len(before.voters))
-        if s is None or s.t <= t0 or s.voters != before.voters:
-            return None
-        if victim == before.leader and s.epoch <= before.epoch:
-            return None
-        key = next(k for k in s.voters if k[0] == victim)
-        if not s.caught_up_since(key, restarted[0]):
-            return None
-        return s if all(s.caught_up_since(k, wall0) for k in s.voters) else None
-
-    return t0, wait_for(healed, 180, f"the quorum healed after kill -9 of {pod}")
 
 
 def test_kill_9_pods_repeatedly_leader_included_heals_and_loses_nothing(

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OPERATOR_NS, TIMINGS, Cluster, wait_for
-from test_operator_real_node import apply_sample, mq, settled, use_pod_names
+from harness import OPERATOR_NS, TIMINGS, Cluster, wait_for
+from quorums import apply_sample, mq, operator_pods, settled, use_pod_names
 
 pytestmark = pytest.mark.e2e
 
@@ -26,13 +26,6 @@ def peers(cluster: Cluster) -> dict[str, Any]:
         "kopf.dev", "v1", "clusterkopfpeerings", "metaquorum"
     )
     return dict(obj.get("status") or {})
-
-
-def operator_pods(cluster: Cluster) -> list[str]:
-    pods = cluster.core.list_namespaced_pod(
-        OPERATOR_NS, label_selector="app.kubernetes.io/name=metaquorum-operator"
-    ).items
-    return [p.metadata.name for p in pods if p.metadata.deletion_timestamp is None]
 
 
 def scale_operator(cluster: Cluster, replicas: int) -> None:

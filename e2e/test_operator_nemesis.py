@@ -26,12 +26,18 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from conftest import OPERATOR_NS, TIMINGS, Cluster, wait_for
+from harness import OPERATOR_NS, TIMINGS, Cluster, wait_for
 from operator_nemesis import Step, parse_plan, sequences
 from quorum_watch import Fault, Seen, Watcher, check
-from test_operator_faults import hosts, kill_and_heal, ledger_for, whole
-from test_operator_ha import operator_pods
-from test_operator_real_node import quorum, settled  # noqa: F401 - the quorum fixture
+from quorums import (  # noqa: F401 - the quorum fixture
+    hosts,
+    kill_and_heal,
+    ledger_for,
+    operator_pods,
+    quorum,
+    settled,
+    whole,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -17,8 +17,6 @@ Times of each step go to the e2e timings summary.
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -30,67 +28,18 @@ from typing import Any
 
 import diagnostics
 import pytest
-import yaml
-from conftest import TIMINGS, Cluster, wait_for
+from harness import TIMINGS, Cluster, wait_for
+from quorums import cond, mq, quorum, settled  # noqa: F401 - the quorum fixture
 
 pytestmark = pytest.mark.e2e
 
 HERE = Path(__file__).resolve().parent
-GROUP, VERSION, PLURAL = "metaquorum.dev", "v1alpha1", "metadataquorums"
-SAMPLE = HERE / "samples" / "metadataquorum.yaml"
-
-
-def use_pod_names(cluster: Cluster) -> None:
-    """Resolve pods' stable names in this process (cluster.hosts_file: the stand-in's, or the
-    real-kubelet target's kept from the API; see conftest.Cluster)."""
-    if cluster.hosts_file is None:
-        pytest.skip("the pods' names and addresses are not reachable from here (kind)")
-    if "standin_names" in sys.modules:
-        return
-    os.environ["METAQUORUM_E2E_HOSTS"] = str(cluster.hosts_file)
-    spec = importlib.util.spec_from_file_location(
-        "standin_names", HERE / "standin_site" / "sitecustomize.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["standin_names"] = module
-    spec.loader.exec_module(module)
-
-
-def mq(cluster: Cluster, ns: str) -> dict[str, Any]:
-    return dict(cluster.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "quorum"))
-
-
-def cond(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c["type"] == ctype:
-            return dict(c)
-    return {}
 
 
 def columns(cluster: Cluster, ns: str) -> dict[str, str]:
     lines = cluster.kubectl("get", "metadataquorum", "quorum", "-n", ns).stdout.splitlines()
     header, row = lines[0].split(), lines[1].split()
     return dict(zip(header, row, strict=False)) if len(row) == len(header) else {}
-
-
-def describe(ns: str, members: int) -> Any:
-    """DescribeQuorum from the test, as `metaquorum quorum describe --status` does."""
-    from metaquorum.admin.client import AdminClient
-    from metaquorum.net.endpoint import Endpoint
-
-    async def go() -> Any:
-        eps = [
-            Endpoint(f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local", 9093)
-            for i in range(members)
-        ]
-        admin = AdminClient(eps, timeout_s=5)
-        try:
-            return await admin.describe_quorum()
-        finally:
-            await admin.close()
-
-    return asyncio.run(go())
 
 
 def kafka_status(cluster: Cluster, ns: str, members: int) -> dict[str, Any]:
@@ -140,40 +89,9 @@ def kafka_status(cluster: Cluster, ns: str, members: int) -> dict[str, Any]:
     }
 
 
-def settled(cluster: Cluster, ns: str, voters: list[int]) -> dict[str, Any] | None:
-    """The resource once Running with exactly `voters`, agreeing with DescribeQuorum."""
-    obj = mq(cluster, ns)
-    st = obj.get("status") or {}
-    want = ",".join(map(str, voters))
-    if st.get("phase") != "Running" or st.get("voterIds") != want:
-        return None
-    if st.get("observedGeneration") != obj["metadata"]["generation"]:
-        return None
-    info = describe(ns, max(voters) + 1)
-    live = sorted((v.replica_id, str(v.directory_id)) for v in info.voters)
-    reported = sorted((v["id"], v.get("directoryId")) for v in st["voters"])
-    return obj if live == reported and info.leader_id == st["leader"] else None
-
-
-def apply_sample(cluster: Cluster, ns: str) -> None:
-    body = yaml.safe_load(SAMPLE.read_text())
-    body["metadata"]["namespace"] = ns
-    body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never"})
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
-
-
-@pytest.fixture
-def quorum(cluster: Cluster, operator: str, namespace: str) -> str:
-    use_pod_names(cluster)
-    t0 = time.monotonic()
-    apply_sample(cluster, namespace)
-    wait_for(lambda: settled(cluster, namespace, [0, 1, 2]), 240, "3 voters, Running")
-    TIMINGS["apply -> 3 voters Running (s)"] = time.monotonic() - t0
-    return namespace
-
-
 def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
-    cluster: Cluster, quorum: str
+    cluster: Cluster,
+    quorum: str,  # noqa: F811
 ) -> None:
     ns = quorum
     obj = mq(cluster, ns)
@@ -212,7 +130,7 @@ def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
     assert "VoterAdded" in text and "(every pod ready)" in text, text
 
 
-def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str) -> None:
+def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str) -> None:  # noqa: F811
     from metaquorum.net.endpoint import Endpoint
 
     sys.path.insert(0, str(HERE.parent))
@@ -272,7 +190,8 @@ def test_scale_3_to_5_to_3_while_a_client_appends(cluster: Cluster, quorum: str)
 
 
 def test_a_voter_whose_pvc_and_pod_are_deleted_comes_back_with_a_new_directory(
-    cluster: Cluster, quorum: str
+    cluster: Cluster,
+    quorum: str,  # noqa: F811
 ) -> None:
     ns = quorum
     st = mq(cluster, ns)["status"]
@@ -296,7 +215,7 @@ def test_a_voter_whose_pvc_and_pod_are_deleted_comes_back_with_a_new_directory(
     assert old not in [v["directoryId"] for v in obj["status"]["voters"]]
 
 
-def test_the_leaders_pod_deleted_heals_with_a_new_leader(cluster: Cluster, quorum: str) -> None:
+def test_the_leaders_pod_deleted_heals_with_a_new_leader(cluster: Cluster, quorum: str) -> None:  # noqa: F811
     ns = quorum
     st = mq(cluster, ns)["status"]
     old_leader, old_epoch = st["leader"], st["epoch"]

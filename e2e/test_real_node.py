@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cluster, wait_for
+from harness import Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Cluster, wait_for
+from harness import Cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 

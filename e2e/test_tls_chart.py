@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Cluster
-from test_chart import CHART, render
+from harness import CHART, Cluster, render
 
 pytestmark = pytest.mark.e2e
 

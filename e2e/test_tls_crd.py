@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cluster
+from harness import Cluster
 
 pytestmark = pytest.mark.e2e
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TIMINGS, Cluster, wait_for
-from test_operator_real_node import SAMPLE, cond, mq, use_pod_names
+from harness import TIMINGS, Cluster, wait_for
+from quorums import SAMPLE, cond, mq, use_pod_names
 
 pytestmark = pytest.mark.e2e
 

@@ -10,28 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.scenarios.multinode import Env
-from tests.scenarios.runner import parse
+from tests.scenarios.runner import replay
 
 HERE = Path(__file__).parent / "multinode"
 
 
 def run_file(path: Path, *, rewrite: bool = False) -> list[str]:
     """Run one multi-node script; return the mismatches (or rewrite it and return none)."""
-    env = Env()
-    mismatches: list[str] = []
-    rendered: list[str] = []
-    for pre, command, expected in parse(path.read_text()):
-        actual = env.run(command)
-        if actual != expected:
-            mismatches.append(
-                f"{path.name}: {command}\n--- expected\n{expected}\n--- actual\n{actual}"
-            )
-        rendered.extend(line for line in pre if line.strip())
-        rendered.extend([command, "----", actual, ""])
-    if rewrite:
-        path.write_text("\n".join(rendered).rstrip("\n") + "\n")
-        return []
-    return mismatches
+    return replay(path, Env().run, rewrite=rewrite)
 
 
 def scripts() -> list[Path]:

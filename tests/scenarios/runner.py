@@ -23,6 +23,7 @@ tests/scenarios/multinode.py's; `main` here replays and rewrites those too.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -432,12 +433,16 @@ def parse(text: str) -> list[tuple[list[str], str, str]]:
 
 def run_file(path: Path, *, rewrite: bool = False) -> list[str]:
     """Run one script; return the mismatches (or rewrite the file and return none)."""
-    blocks = parse(path.read_text())
-    script = Script()
+    return replay(path, Script().run, rewrite=rewrite)
+
+
+def replay(path: Path, run: Callable[[str], str], *, rewrite: bool = False) -> list[str]:
+    """Run each command of the script at `path` through `run` (single- or multi-node); return
+    the mismatches with the transcript, or with `rewrite` write the new outputs and return none."""
     mismatches: list[str] = []
     rendered: list[str] = []
-    for pre, command, expected in blocks:
-        actual = script.run(command)
+    for pre, command, expected in parse(path.read_text()):
+        actual = run(command)
         if actual != expected:
             mismatches.append(
                 f"{path.name}: {command}\n--- expected\n{expected}\n--- actual\n{actual}"

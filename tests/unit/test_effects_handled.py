@@ -18,18 +18,15 @@ from metaquorum.core.states import ElectionState
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 from metaquorum.protocol.messages import ApiVersionsRequestData, ApiVersionsResponseData
 from metaquorum.runtime.clock import ManualClock
-from metaquorum.runtime.config import config_from_properties
 from metaquorum.runtime.driver import Driver
 from metaquorum.sim.cluster import EFFECT_HANDLERS, Simulation
 from metaquorum.sim.params import MIXES
 from metaquorum.sim.snapshots import committed_snapshot
 from metaquorum.sim.surface import UnknownEffect
-from metaquorum.storage.formatter import ServerConfig, format_storage
-from metaquorum.storage.log import LogConfig
-from metaquorum.storage.replica import open_replica_storage
+
+from tests.support.runtime_driver import static_quorum_driver
 
 EFFECT_TYPES: tuple[type, ...] = typing.get_args(fx.Effect)
-CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
 @dataclass(frozen=True)
@@ -113,20 +110,7 @@ def test_the_simulator_refuses_an_unknown_effect() -> None:
 
 # --- the runtime ---------------------------------------------------------------------------
 def _driver(tmp_path: Path) -> Driver:
-    props = {
-        "process.roles": "controller",
-        "node.id": "1",
-        "controller.listener.names": "CONTROLLER",
-        "listeners": "CONTROLLER://127.0.0.1:1",
-        # peers on ports nothing listens on: requests fail, no real time is needed
-        "controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3",
-        "metadata.log.dir": str(tmp_path / "meta"),
-    }
-    cfg = tmp_path / "server.properties"
-    cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    format_storage(ServerConfig.load(cfg), CLUSTER)
-    storage = open_replica_storage(tmp_path / "meta", node_id=1, config=LogConfig(fsync=False))
-    return Driver(config_from_properties(props), storage, [], clock=ManualClock(1_700_000_000_000))
+    return static_quorum_driver(tmp_path, ManualClock(1_700_000_000_000))
 
 
 @pytest.mark.parametrize("kind", EFFECT_TYPES, ids=lambda t: t.__name__)

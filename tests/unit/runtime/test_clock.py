@@ -10,31 +10,15 @@ import pytest
 from metaquorum.core.events import Poll
 from metaquorum.core.states import ProspectiveState, UnattachedState
 from metaquorum.runtime.clock import ManualClock, SystemClock
-from metaquorum.runtime.config import config_from_properties
 from metaquorum.runtime.driver import Driver
-from metaquorum.storage.formatter import ServerConfig, format_storage
-from metaquorum.storage.log import LogConfig
-from metaquorum.storage.replica import open_replica_storage
 
-CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+from tests.support.runtime_driver import static_quorum_driver
+
 START = 1_700_000_000_000
 
 
 def _driver(tmp_path: Path, clock: ManualClock) -> Driver:
-    props = {
-        "process.roles": "controller",
-        "node.id": "1",
-        "controller.listener.names": "CONTROLLER",
-        "listeners": "CONTROLLER://127.0.0.1:1",
-        # peers on ports nothing listens on: requests fail, no real time is needed
-        "controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3",
-        "metadata.log.dir": str(tmp_path / "meta"),
-    }
-    cfg = tmp_path / "server.properties"
-    cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    format_storage(ServerConfig.load(cfg), CLUSTER)
-    storage = open_replica_storage(tmp_path / "meta", node_id=1, config=LogConfig(fsync=False))
-    return Driver(config_from_properties(props), storage, [], clock=clock)
+    return static_quorum_driver(tmp_path, clock)
 
 
 async def test_a_manual_clock_drives_the_core_timers(tmp_path: Path) -> None:
