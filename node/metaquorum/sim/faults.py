@@ -1,8 +1,11 @@
 """Fault injection and the end-of-run liveness checks of a simulation.
 
 Role: turn a `FaultMix` into timed faults (isolation, one-way cuts, minority splits, crashes
-that lose unflushed data and may tear the last write, pauses, disk wipes, fsync errors that
-stop the replica at its next flush as the runtime's fail-stop does), heal everything at
+that lose unflushed data and may tear the last write, crashes of the current leader, pauses,
+disk wipes, fsync errors that stop the replica at its next flush as the runtime's fail-stop
+does), apply the targeted ones others queue (`cut-leader` from sim/buggify.py: the leader cut
+off from its remaining voters right after a removal; `move` from sim/membership.py: a voter
+restarted at another address), heal everything at
 `fault_end_ms`, and check liveness afterwards: within `liveness_bound_ms` a leader exists,
 the HW advanced after the heal (when there is a workload), and every replica converged to the
 leader's log and HW. The `stable_leadership` mix is KIP-996's check: a voter cut off from the

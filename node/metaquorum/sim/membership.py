@@ -20,7 +20,13 @@ Invariants checked here, after every step, besides `InvariantChecker`'s:
   Candidate;
 - `leader-majority`: an elected leader's granting voters are a majority of the set in its log;
 - `removed-leader-resigns`: a leader whose own removal committed resigns in that same step;
-- liveness (in `final_checks`): every accepted change was answered.
+- liveness (in `final_checks`): every accepted change was answered; in a `kraft_upgrade` run
+  kraft.version 1 is committed (`kraft-upgrade-liveness`); every running voter's entry in the
+  leader's set has the endpoints it runs with (`voter-endpoints-liveness`).
+Issue 33's `kraft_upgrade` runs start from a static kraft.version 0 quorum (endpoints, no
+directory ids): the operator asks the leader for the upgrade (`UpgradeKRaftVersion`) until it
+is written, also after the faults, and only then changes the set; with `move_endpoints` an
+action may instead move a voter to another host name (it restarts and sends UpdateRaftVoter).
 The state of all this (directory ids, pseudo-id routes, requests in flight, the committed
 voter-set index) is `Membership`'s own; it reaches the simulation only through `World`
 (sim/surface.py).
