@@ -59,7 +59,6 @@ from metaquorum.core.events import (
     UpgradeKRaftVersion,
 )
 from metaquorum.core.high_watermark import LeaderProgress
-from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.kraft_control import KRaftControlRecordStateMachine
 from metaquorum.core.local_replica import LocalReplica
 from metaquorum.core.log import LogEntry, RaftLog
@@ -139,9 +138,6 @@ class RaftNode:
     @property
     def topic(self) -> RaftTopic:
         return self.local.topic
-
-    def local_key(self) -> ReplicaKey:
-        return self.local.key
 
     @property
     def voters(self) -> VoterSet:
@@ -223,10 +219,8 @@ class RaftNode:
         deadline = self.poll(now_ms)
         self._report_progress()
         st = self.state
-        if isinstance(st, LeaderState) and st.data.resign_requested:
-            # The HW just committed this leader's own removal (`voter_change.on_high_watermark`):
-            # Kafka's poll loop resigns on its next iteration, so poll again now.
-            deadline = self.poll(now_ms)
+        if isinstance(st, LeaderState) and st.data.resign_requested:  # its removal committed:
+            deadline = self.poll(now_ms)  # resign now, as Kafka's next poll-loop iteration
             self._report_progress()
         return Step(self.effects, max(deadline, now_ms))
 

@@ -311,7 +311,7 @@ class Membership:
         checker = self.world.checker
         st = node.state
         if isinstance(st, ProspectiveState | CandidateState) and not node.is_voter:
-            checker.fail("non-voter-campaigns", f"node {nid} ({node.local_key()}) campaigns")
+            checker.fail("non-voter-campaigns", f"node {nid} ({node.local.key}) campaigns")
         if isinstance(st, LeaderState):
             self._check_leader(nid, node, st)
         committed = checker.committed
