@@ -94,8 +94,11 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
         "app.kubernetes.io/instance=quorum,app.kubernetes.io/name=metaquorum"
     )
     table = cluster.kubectl("get", "metadataquorum", "quorum", "-n", ns).stdout.split("\n")
-    assert table[0].split() == ["NAME", "REPLICAS", "VOTERS", "LEADER", "EPOCH", "PHASE", "AGE"]
-    assert table[1].split()[:3] == ["quorum", "3", "0,1,2"]
+    assert table[0].split() == [
+        "NAME", "REPLICAS", "READY", "VOTERS", "LEADER", "EPOCH", "PHASE", "OPERATION", "AGE"
+    ]  # fmt: skip
+    row = table[1].split()
+    assert row[:2] == ["quorum", "3"] and row[2].endswith("/3") and row[3] == "0,1,2"
     events = cluster.core.list_namespaced_event(
         ns, field_selector="involvedObject.kind=MetadataQuorum"
     ).items

@@ -14,6 +14,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
 - `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter has not been caught
   up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
+Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
+leader / spec.replicas, 0/N without a leader) and `operation` (`operation_of`: the voter change
+in flight, else what the planner chose, e.g. "Rolling q-2"; Idle when converged).
 Voters and observers are the leader's answer of this reconcile as {id, directoryId, lag} (lag in
 records behind the leader, absent when unknown), absent when the quorum cannot be described.
 A condition's lastTransitionTime changes only when its status does.
@@ -133,6 +136,24 @@ def pending_fields(progress: Progress | None) -> dict[str, Any] | None:
     return out
 
 
+def operation_of(action: Action, progress: Progress | None) -> str:
+    """A few words on what the operator is doing now (the Operation column)."""
+    pending = progress.pending if progress else None
+    if pending is not None:
+        return f"{'AddVoter' if pending.kind == 'add' else 'RemoveVoter'} {pending.key.id}"
+    if isinstance(action, Converged):
+        return "Idle"
+    if isinstance(action, AddVoter | RemoveVoter):
+        return f"{type(action).__name__} {action.key.id}"
+    if isinstance(action, DeletePod | ResignLeader):
+        return f"Rolling {action.name}"
+    if isinstance(action, ScaleStatefulSet):
+        return f"Scaling to {action.replicas}"
+    if isinstance(action, Apply):
+        return f"Applying {action.key}"
+    return step_reason(action)
+
+
 def compute_status(
     spec: QuorumSpec,
     names: Names,
@@ -164,6 +185,8 @@ def compute_status(
         if quorum is not None and led
         else []
     )
+    healthy = healthy_keys(quorum, settings) if quorum is not None and led else frozenset()
+    healthy_voters = [v for v in quorum.voters if v.key in healthy] if quorum is not None else []
     bound = settings.rejoin_bound_ms
     stuck = (progress or Progress()).lagging_longer_than(bound) if led else []
     if isinstance(action, Refused):
@@ -205,6 +228,8 @@ def compute_status(
         "voters": None,
         "observers": None,
         "voterIds": None,
+        "readyVoters": f"{len(healthy_voters)}/{spec.replicas}",
+        "operation": operation_of(action, progress),
         "pendingOperation": pending_fields(progress),
         "conditions": conds,
     }

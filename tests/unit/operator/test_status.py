@@ -15,7 +15,15 @@ from metaquorum_operator.observed import (
     ReplicaState,
     VoterKey,
 )
-from metaquorum_operator.planner import AddVoter, Apply, Converged, Refused, Wait
+from metaquorum_operator.planner import (
+    AddVoter,
+    Apply,
+    Converged,
+    DeletePod,
+    Refused,
+    ScaleStatefulSet,
+    Wait,
+)
 from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
 
 NAMES = Names("q", "ns")
@@ -181,3 +189,22 @@ def test_differs_treats_none_as_absent() -> None:
     stored = {k: v for k, v in s.items() if v is not None}
     assert not differs(s, stored)
     assert differs(s, {**stored, "readyReplicas": 2})
+
+
+def test_ready_voters_and_the_operation_fill_the_printer_columns() -> None:
+    s = status(Converged(), quorum=HEALTHY)
+    assert s["readyVoters"] == "3/3" and s["operation"] == "Idle"
+    lagging = ObservedQuorum(
+        "abc", 1, 7, 95, voters=(replica(0, "d0", 10, NOW - 60_000), replica(1, "d1"))
+    )
+    s = status(Wait("pod 2 is not a voter yet"), quorum=lagging)
+    assert s["readyVoters"] == "1/3" and s["operation"] == "Waiting"
+    assert status(Wait("no leader"))["readyVoters"] == "0/3"
+    key = VoterKey(3, "d3")
+    pending = Progress(pending=PendingChange("add", key, issued_ms=NOW))
+    s = status(Wait("add voter 3: committing"), quorum=HEALTHY, progress=pending)
+    assert s["operation"] == "AddVoter 3"
+    assert status(AddVoter(key, "caught up"), quorum=HEALTHY)["operation"] == "AddVoter 3"
+    roll = DeletePod("q-2", "q-2 runs an old revision")
+    assert status(roll, quorum=HEALTHY)["operation"] == "Rolling q-2"
+    assert status(ScaleStatefulSet(4, "up"), quorum=HEALTHY)["operation"] == "Scaling to 4"
