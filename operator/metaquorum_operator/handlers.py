@@ -11,7 +11,10 @@ change before they are sent and cleared when the leader answers (it answers once
 committed); the pending change is written to status.pendingOperation, so an operator restarted
 mid-change resumes it (progress_from_status). Every action is posted as a Kubernetes Event on
 the MetadataQuorum; one Warning is posted when Degraded turns True (VolumeRefused,
-VoterNotCaughtUp: a lost pod not rejoining within the bound).
+VoterNotCaughtUp: a lost pod not rejoining within the bound), and one when reconciliation is
+paused or resumed (ReconciliationPaused / ReconciliationResumed). While paused (annotation
+metaquorum.dev/pause-reconciliation: "true") the loop still observes the objects and the quorum
+and writes the status, and does nothing else (no cluster id either).
 Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
 spec.storage.deleteClaimsOnDelete); kopf's finalizer only stops the timer first.
 
@@ -41,8 +44,10 @@ from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
     GROUP,
+    PAUSE_ANNOTATION,
     PLURAL,
     VERSION,
+    Controls,
     Names,
     OperatorConfig,
     Owner,
@@ -50,7 +55,7 @@ from metaquorum_operator.model import (
     new_cluster_id,
 )
 from metaquorum_operator.observed import Observed, VoterKey
-from metaquorum_operator.status import compute_status, differs
+from metaquorum_operator.status import PAUSED_CONDITION, compute_status, differs
 from metaquorum_operator.tls_client import SecretTls, tls_status
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
@@ -109,7 +114,8 @@ def reconcile(
     kube = Kube(_api())
     names = Names(name=str(meta["name"]), namespace=str(meta["namespace"]))
     quorum_spec = QuorumSpec.from_spec(dict(spec))
-    if not quorum_spec.cluster_id:
+    controls = Controls.from_annotations(meta.get("annotations"))
+    if not quorum_spec.cluster_id and not controls.paused:
         # Generated once, before any pod formats its volume, and kept in the spec.
         cluster_id = new_cluster_id()
         kube.set_cluster_id(names, cluster_id)
@@ -120,6 +126,7 @@ def reconcile(
         names=names,
         owner=Owner(name=names.name, uid=str(meta["uid"])),
         operator=_state.get("operator") or OperatorConfig.from_env(),
+        controls=controls,
     )
     memory: dict[tuple[str, str, str], Progress] = _state.setdefault("progress", {})
     key = (names.namespace, names.name, str(meta["uid"]))
@@ -173,8 +180,31 @@ def reconcile(
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
+    paused = pause_event(dict(status), new)
+    if paused is not None:
+        kopf.event(body, type="Normal", reason=paused[0], message=paused[1])
     if differs(new, dict(status)):
         kube.write_status(names, new)
+
+
+def pause_event(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) of the Event to post when reconciliation was paused or resumed since
+    the last status written, else None."""
+
+    def paused(status: dict[str, Any]) -> bool:
+        return any(
+            c.get("type") == PAUSED_CONDITION and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+
+    if paused(new) == paused(old):
+        return None
+    if paused(new):
+        c = next(c for c in new["conditions"] if c["type"] == PAUSED_CONDITION)
+        return "ReconciliationPaused", str(c["message"])
+    return "ReconciliationResumed", (
+        f'{PAUSE_ANNOTATION} removed or not "true": the operator reconciles again'
+    )
 
 
 def _secret_tls(kube: Kube) -> SecretTls:
@@ -293,7 +323,7 @@ def run_steps(
     action: planner.Action = planner.Converged()
     for _step in range(MAX_STEPS):
         action = planner.plan(desired, observed, observation.quorum, progress)
-        if isinstance(action, (planner.Wait, planner.Refused, planner.Converged)):
+        if isinstance(action, planner.IDLE):
             break
         if isinstance(action, planner.VOTER_CHANGES):
             kind: ChangeKind = "add" if isinstance(action, planner.AddVoter) else "remove"

@@ -6,6 +6,10 @@ the quorum again, and plan again. KIP-853 dynamic quorum: the first pod formats 
 others join as observers and are added one at a time; scale-down removes voters before pods go.
 
 Rules, in order (the first that applies wins):
+0. Paused (annotation metaquorum.dev/pause-reconciliation: "true"): `Paused`, nothing else; it
+   carries the action the planner would take otherwise (`held`), so the status can say what
+   waits, and resuming continues from there (the plan is a function of the world, not of
+   history).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
    are created, stale ones updated, in that order. A new StatefulSet has one replica: the first
    member bootstraps alone; the ConfigMap records `formed` once a leader was seen (from then on
@@ -48,6 +52,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metaquorum_operator import builders
+from metaquorum_operator.actions import (
+    IDLE,
+    VOTER_CHANGES,
+    Action,
+    AddVoter,
+    Apply,
+    Converged,
+    DeletePod,
+    Paused,
+    Refused,
+    RemoveVoter,
+    ResignLeader,
+    ScaleStatefulSet,
+    Wait,
+)
 from metaquorum_operator.membership import (
     CatchUp,
     Progress,
@@ -56,96 +75,34 @@ from metaquorum_operator.membership import (
     held,
     safe_voter_set,
 )
-from metaquorum_operator.model import Names, OperatorConfig, Owner, QuorumSpec
+from metaquorum_operator.model import Controls, Names, OperatorConfig, Owner, QuorumSpec
 from metaquorum_operator.observed import (
     Observed,
     ObservedQuorum,
     VoterKey,
 )
 
+__all__ = [
+    "IDLE",
+    "ORDER",
+    "VOTER_CHANGES",
+    "Action",
+    "AddVoter",
+    "Apply",
+    "Converged",
+    "DeletePod",
+    "Desired",
+    "NotOwned",
+    "Paused",
+    "Refused",
+    "RemoveVoter",
+    "ResignLeader",
+    "ScaleStatefulSet",
+    "Wait",
+    "plan",
+]
+
 ORDER = ("ConfigMap", "HeadlessService", "ClientService", "PodDisruptionBudget", "StatefulSet")
-
-
-@dataclass(frozen=True, slots=True)
-class Apply:
-    """Create (`create=True`) or update one owned object to `manifest`."""
-
-    key: str
-    manifest: dict[str, Any]
-    create: bool
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleStatefulSet:
-    replicas: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeletePod:
-    name: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ResignLeader:
-    """Ask the leader of `epoch` (node `node_id`, pod `name`) to resign before its pod is rolled:
-    its node's POST /resign?epoch=N (it refuses when no longer the leader of that epoch)."""
-
-    name: str
-    node_id: int
-    epoch: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class AddVoter:
-    """AddRaftVoter (KIP-853) of an observer caught up with the leader."""
-
-    key: VoterKey
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveVoter:
-    """RemoveRaftVoter (KIP-853) of one voter."""
-
-    key: VoterKey
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """Something the operator will not do by itself (a pod's volume holds another cluster's data
-    or a replaced directory); nothing changes, a Warning Event and the Degraded condition say
-    why and how to fix it."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Converged:
-    reason: str = "all objects up to date, all replicas ready and voters"
-
-
-Action = (
-    Apply
-    | ScaleStatefulSet
-    | DeletePod
-    | ResignLeader
-    | AddVoter
-    | RemoveVoter
-    | Wait
-    | Refused
-    | Converged
-)
-VOTER_CHANGES = (AddVoter, RemoveVoter)
 
 
 class NotOwned(Exception):
@@ -158,6 +115,7 @@ class Desired:
     names: Names
     owner: Owner
     operator: OperatorConfig = field(default_factory=OperatorConfig)
+    controls: Controls = field(default_factory=Controls)
 
     def manifests(
         self, sts_replicas: int, formed: bool = False, tombstones: frozenset[str] = frozenset()
@@ -202,6 +160,23 @@ def plan(
     observed: Observed,
     quorum: ObservedQuorum | None = None,
     progress: Progress | None = None,
+) -> Action:
+    if desired.controls.paused:
+        # 0. paused: nothing, whatever the world looks like
+        try:
+            waiting = _plan(desired, observed, quorum, progress)
+        except NotOwned as e:
+            waiting = Wait(str(e))
+        assert not isinstance(waiting, Paused)
+        return Paused(waiting)
+    return _plan(desired, observed, quorum, progress)
+
+
+def _plan(
+    desired: Desired,
+    observed: Observed,
+    quorum: ObservedQuorum | None,
+    progress: Progress | None,
 ) -> Action:
     progress = progress or Progress()
     settings = desired.operator.catch_up

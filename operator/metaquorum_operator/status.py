@@ -11,6 +11,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   client's one-line error), or Unknown/NotObserved before the StatefulSet exists.
 - `Progressing`: True while the planner has something to do (reason: the step, e.g. AddingVoter,
   RemovingVoter, Scaling, Rolling, Applying, Waiting); False/Converged when it has not.
+- `ReconciliationPaused`: True (PausedByAnnotation) while annotation
+  metaquorum.dev/pause-reconciliation is "true", with what waits in the message; False
+  (Reconciling) otherwise. Progressing is False (reason ReconciliationPaused) while paused.
 - `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter has not been caught
   up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
@@ -28,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
-from metaquorum_operator.model import Names, QuorumSpec
+from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
 from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
 from metaquorum_operator.planner import (
     Action,
@@ -36,6 +39,7 @@ from metaquorum_operator.planner import (
     Apply,
     Converged,
     DeletePod,
+    Paused,
     Refused,
     RemoveVoter,
     ResignLeader,
@@ -43,6 +47,7 @@ from metaquorum_operator.planner import (
 )
 
 REFUSED_REASON = "VolumeRefused"
+PAUSED_CONDITION = "ReconciliationPaused"
 
 
 def condition(
@@ -77,6 +82,7 @@ def step_reason(action: Action) -> str:
         Apply: "Applying",
         Refused: REFUSED_REASON,
         Converged: "Converged",
+        Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")
 
 
@@ -90,6 +96,8 @@ def phase_of(
     sts = observed.statefulset
     if sts is None:
         return "Pending"
+    if isinstance(action, Paused):
+        return "Paused"
     if isinstance(action, Converged):
         return "Running"
     if degraded:
@@ -143,6 +151,8 @@ def operation_of(action: Action, progress: Progress | None) -> str:
         return f"{'AddVoter' if pending.kind == 'add' else 'RemoveVoter'} {pending.key.id}"
     if isinstance(action, Converged):
         return "Idle"
+    if isinstance(action, Paused):
+        return "Paused"
     if isinstance(action, AddVoter | RemoveVoter):
         return f"{type(action).__name__} {action.key.id}"
     if isinstance(action, DeletePod | ResignLeader):
@@ -204,7 +214,7 @@ def compute_status(
         degraded = cond("Degraded", "False", "CatchingUp", f"voters catching up: {ids}")
     else:
         degraded = cond("Degraded", "False", "AsExpected", "every voter is caught up")
-    done = isinstance(action, Converged)
+    done = isinstance(action, Converged | Paused)
     conds = [
         available_condition(quorum, quorum_error, sts is not None, settings, cond),
         cond(
@@ -214,6 +224,7 @@ def compute_status(
             action.reason,
         ),
         degraded,
+        paused_condition(action, cond),
     ]
     status: dict[str, Any] = {
         "phase": phase_of(spec, observed, quorum, action, degraded["status"] == "True"),
@@ -237,6 +248,20 @@ def compute_status(
         status.update(quorum_fields(quorum))
         status["clusterId"] = quorum.cluster_id or cluster_id
     return status
+
+
+def paused_condition(action: Action, cond: Any) -> dict[str, Any]:
+    if isinstance(action, Paused):
+        return dict(cond(PAUSED_CONDITION, "True", "PausedByAnnotation", action.reason))
+    return dict(
+        cond(
+            PAUSED_CONDITION,
+            "False",
+            "Reconciling",
+            f'the operator reconciles this quorum (annotation {PAUSE_ANNOTATION}: "true"'
+            " pauses it)",
+        )
+    )
 
 
 def available_condition(

@@ -20,6 +20,7 @@ from metaquorum_operator.planner import (
     Apply,
     Converged,
     DeletePod,
+    Paused,
     Refused,
     ScaleStatefulSet,
     Wait,
@@ -70,6 +71,7 @@ def test_converged_healthy_quorum_is_available_not_progressing_not_degraded() ->
         ("Available", "True"),
         ("Progressing", "False"),
         ("Degraded", "False"),
+        ("ReconciliationPaused", "False"),
     ]
     assert "leader 1 in epoch 7, 3 of 3 voters caught up" in cond(s, "Available")["message"]
     assert (s["clusterId"], s["leader"], s["epoch"], s["highWatermark"]) == ("abc", 1, 7, 95)
@@ -208,3 +210,24 @@ def test_ready_voters_and_the_operation_fill_the_printer_columns() -> None:
     roll = DeletePod("q-2", "q-2 runs an old revision")
     assert status(roll, quorum=HEALTHY)["operation"] == "Rolling q-2"
     assert status(ScaleStatefulSet(4, "up"), quorum=HEALTHY)["operation"] == "Scaling to 4"
+
+
+def test_paused_sets_the_condition_phase_and_operation_and_says_what_waits() -> None:
+    held = ScaleStatefulSet(4, "scaling up toward 5 replicas")
+    s = status(Paused(held), quorum=HEALTHY, now="T1")
+    paused = cond(s, "ReconciliationPaused")
+    assert (paused["status"], paused["reason"]) == ("True", "PausedByAnnotation")
+    assert 'metaquorum.dev/pause-reconciliation="true"' in paused["message"]
+    assert "on resume: scaling up toward 5 replicas" in paused["message"]
+    assert cond(s, "Progressing")["status"] == "False"
+    assert cond(s, "Progressing")["reason"] == "ReconciliationPaused"
+    assert (s["phase"], s["operation"]) == ("Paused", "Paused")
+    assert s["leader"] == 1 and s["readyVoters"] == "3/3"  # observation goes on
+    resumed = status(held, quorum=HEALTHY, now="T2", previous=s)
+    again = cond(resumed, "ReconciliationPaused")
+    assert (again["status"], again["reason"], again["lastTransitionTime"]) == (
+        "False",
+        "Reconciling",
+        "T2",
+    )
+    assert resumed["phase"] == "Scaling"
