@@ -136,7 +136,7 @@ def test_config_change_rolls_pods_leader_last_and_keeps_data(cluster: Cluster, q
     after = mq(cluster, ns)["status"]
     assert {v["id"]: v["directoryId"] for v in after["voters"]} == dirs  # the data stayed
     events = cluster.core.list_namespaced_event(
-        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=RolledPod"
+        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=ConfigChanged"
     ).items
     order = [e.message.split()[2] for e in sorted(events, key=lambda e: e.first_timestamp)]
     assert sorted(order) == ["quorum-0", "quorum-1", "quorum-2"]

@@ -10,9 +10,9 @@ Invariants: frozen, no IO; every action carries a one-line `reason` for Events a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from metaquorum_operator.model import PAUSE_ANNOTATION
+from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION
 from metaquorum_operator.observed import VoterKey
 
 
@@ -32,9 +32,27 @@ class ScaleStatefulSet:
     reason: str
 
 
+# Why a pod is restarted (its Event's reason): the pod template changed (spec.config,
+# resources, ports, TLS settings, pull policy), the node image changed, or the user asked with
+# the annotation metaquorum.dev/manual-roll (on the MetadataQuorum or on the pod).
+RestartCause = Literal["ConfigChanged", "ImageChanged", "ManualRoll"]
+RESTART_CAUSES: tuple[RestartCause, ...] = ("ConfigChanged", "ImageChanged", "ManualRoll")
+
+
 @dataclass(frozen=True, slots=True)
 class DeletePod:
+    """Delete one pod so that the StatefulSet recreates it (a restart), for `cause`."""
+
     name: str
+    reason: str
+    cause: RestartCause = "ConfigChanged"
+
+
+@dataclass(frozen=True, slots=True)
+class EndManualRoll:
+    """Every pod was restarted once: remove the annotation metaquorum.dev/manual-roll from the
+    MetadataQuorum."""
+
     reason: str
 
 
@@ -90,12 +108,14 @@ class Paused:
     do otherwise (Converged when nothing would be)."""
 
     held: Action
+    roll_waits: bool = False  # a manual roll was asked and waits for the resume
 
     @property
     def reason(self) -> str:
         waiting = "" if isinstance(self.held, Converged) else f"; on resume: {self.held.reason}"
+        roll = f"; the manual roll ({MANUAL_ROLL_ANNOTATION}) waits" if self.roll_waits else ""
         return (
-            f'reconciliation paused by annotation {PAUSE_ANNOTATION}="true"{waiting}'
+            f'reconciliation paused by annotation {PAUSE_ANNOTATION}="true"{waiting}{roll}'
             f' (remove the annotation or set it to "false" to resume)'
         )
 
@@ -104,6 +124,7 @@ Action = (
     Apply
     | ScaleStatefulSet
     | DeletePod
+    | EndManualRoll
     | ResignLeader
     | AddVoter
     | RemoveVoter

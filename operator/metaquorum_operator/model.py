@@ -36,6 +36,7 @@ CLUSTER_DOMAIN = "cluster.local"
 # Annotations on a MetadataQuorum (or, for the manual roll, on one of its pods) that control
 # the operator (docs/operator.md, "Everyday controls"). The value "true" (any case) turns one on.
 PAUSE_ANNOTATION = "metaquorum.dev/pause-reconciliation"
+MANUAL_ROLL_ANNOTATION = "metaquorum.dev/manual-roll"
 
 # Keys the operator writes itself; the CRD refuses them in spec.config (keep both lists equal).
 MANAGED_KEYS = frozenset(
@@ -109,13 +110,18 @@ def annotation_on(annotations: Mapping[str, str] | None, key: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Controls:
     """What the user asked through the MetadataQuorum's annotations: `paused`
-    (metaquorum.dev/pause-reconciliation: "true": the operator changes nothing)."""
+    (metaquorum.dev/pause-reconciliation: "true": the operator changes nothing) and
+    `manual_roll` (metaquorum.dev/manual-roll: "true": restart every pod once)."""
 
     paused: bool = False
+    manual_roll: bool = False
 
     @classmethod
     def from_annotations(cls, annotations: Mapping[str, str] | None) -> Controls:
-        return cls(paused=annotation_on(annotations, PAUSE_ANNOTATION))
+        return cls(
+            paused=annotation_on(annotations, PAUSE_ANNOTATION),
+            manual_roll=annotation_on(annotations, MANUAL_ROLL_ANNOTATION),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,11 +30,15 @@ Rules, in order (the first that applies wins):
    the StatefulSet's whenScaled retention policy, from spec.storage.deleteClaimsOnScaleDown).
    Rules 4-8 act while some pods are down (a dead voter can be removed); those below wait
    until every pod exists and is ready.
-9. OnDelete roll: delete one pod on an old revision, highest ordinal first, the leader last,
+9. OnDelete roll: delete one pod due for a restart (rolls.py: an old revision of the pod
+   template, ConfigChanged or ImageChanged; or ManualRoll: the annotation
+   metaquorum.dev/manual-roll on the pod, or on the MetadataQuorum for every pod there when it
+   was first seen), highest ordinal first, the leader last,
    and the leader only as a follower: first ResignLeader (its node's POST /resign?epoch=N,
    KIP-595 EndQuorumEpoch to its successors), then wait until another voter leads; a leader
    still leading that epoch `resign_timeout_ms` after it was asked is deleted anyway (the
    node's SIGTERM hand-over resigns it). A quorum of one voter has nobody to hand over to.
+   A quorum-wide manual roll with no pod left to restart: EndManualRoll (remove the annotation).
 10. Grow the StatefulSet one replica when every pod is a voter and spec.replicas is larger.
 11. Converged when the voters are exactly pods 0..replicas-1; otherwise wait.
 
@@ -51,7 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from metaquorum_operator import builders
+from metaquorum_operator import builders, rolls
 from metaquorum_operator.actions import (
     IDLE,
     VOTER_CHANGES,
@@ -60,10 +64,12 @@ from metaquorum_operator.actions import (
     Apply,
     Converged,
     DeletePod,
+    EndManualRoll,
     Paused,
     Refused,
     RemoveVoter,
     ResignLeader,
+    RestartCause,
     ScaleStatefulSet,
     Wait,
 )
@@ -78,6 +84,7 @@ from metaquorum_operator.membership import (
 from metaquorum_operator.model import Controls, Names, OperatorConfig, Owner, QuorumSpec
 from metaquorum_operator.observed import (
     Observed,
+    ObservedPod,
     ObservedQuorum,
     VoterKey,
 )
@@ -92,6 +99,7 @@ __all__ = [
     "Converged",
     "DeletePod",
     "Desired",
+    "EndManualRoll",
     "NotOwned",
     "Paused",
     "Refused",
@@ -168,7 +176,7 @@ def plan(
         except NotOwned as e:
             waiting = Wait(str(e))
         assert not isinstance(waiting, Paused)
-        return Paused(waiting)
+        return Paused(waiting, roll_waits=rolls.roll_waits(desired.controls, observed))
     return _plan(desired, observed, quorum, progress)
 
 
@@ -288,25 +296,29 @@ def _quorum_rules(
     if down:
         return Wait(down)
     # 9. OnDelete roll, one pod at a time, highest ordinal first, the leader last
-    if sts.update_revision:
-        stale = sorted(
-            (p for p in observed.pods if p.revision != sts.update_revision),
-            key=lambda p: (p.ordinal == quorum.leader_id, -p.ordinal),
-        )
-        if stale:
-            p = stale[0]
-            still = frozenset(k for k in healthy if k.id != p.ordinal)
-            others = frozenset(k for k in voters if k.id != p.ordinal)
-            # One or two voters cannot stay available through a restart: roll only with the
-            # other caught up (as Strimzi's KafkaQuorumCheck does), never losing an entry.
-            ok = others <= still if len(voters) <= 2 else safe_voter_set(voters, still)
-            if not ok:
-                return Wait(f"{p.name} runs an old revision; the others are not caught up")
-            if p.ordinal == quorum.leader_id and len(voters) > 1:
-                step = _resign_first(p.name, quorum, progress, settings)
-                if step is not None:
-                    return step
-            return DeletePod(p.name, f"{p.name} runs an old revision")
+    manual = rolls.roll_uids(desired.controls, progress, observed)
+    due: list[tuple[ObservedPod, RestartCause, str]] = []
+    for pod in observed.pods:
+        found = rolls.restart_cause(pod, desired.spec.image, sts.update_revision, manual)
+        if found is not None:
+            due.append((pod, *found))
+    due.sort(key=lambda d: (d[0].ordinal == quorum.leader_id, -d[0].ordinal))
+    if due:
+        p, cause, why = due[0]
+        still = frozenset(k for k in healthy if k.id != p.ordinal)
+        others = frozenset(k for k in voters if k.id != p.ordinal)
+        # One or two voters cannot stay available through a restart: roll only with the
+        # other caught up (as Strimzi's KafkaQuorumCheck does), never losing an entry.
+        ok = others <= still if len(voters) <= 2 else safe_voter_set(voters, still)
+        if not ok:
+            return Wait(f"{why}; the others are not caught up")
+        if p.ordinal == quorum.leader_id and len(voters) > 1:
+            step = _resign_first(p.name, quorum, progress, settings)
+            if step is not None:
+                return step
+        return DeletePod(p.name, why, cause)
+    if rolls.roll_done(desired.controls, progress, observed):
+        return EndManualRoll("manual roll done: every pod was restarted once")
     # 10. grow one pod at a time once every pod is a voter
     if sts.replicas < target:
         missing = [i for i in range(sts.replicas) if i not in voter_ids]

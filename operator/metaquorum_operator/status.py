@@ -2,8 +2,9 @@
 
 Role: `compute_status` is pure: what the operator observed (objects, pods, the quorum when it can
 describe it), the action the planner chose and the operator's progress -> the status to write.
-Status is a cache of observation; the one thing read back from it is `pendingOperation`, so an
-operator restarted mid-change resumes it (handlers.progress_from_status).
+Status is a cache of observation; the things read back from it are `pendingOperation` and
+`manualRoll` (the pods a manual roll has still to restart), so an operator restarted mid-change
+resumes them (handlers.progress_from_status).
 
 Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operator names them):
 - `Available`: the leader answered DescribeQuorum and more than half of the voters are caught up
@@ -164,6 +165,12 @@ def operation_of(action: Action, progress: Progress | None) -> str:
     return step_reason(action)
 
 
+def manual_roll_fields(progress: Progress | None) -> dict[str, Any] | None:
+    """The pods a quorum-wide manual roll has still to restart (read back after a restart)."""
+    roll = progress.manual_roll if progress else None
+    return {"podUids": sorted(roll)} if roll else None
+
+
 def compute_status(
     spec: QuorumSpec,
     names: Names,
@@ -242,6 +249,7 @@ def compute_status(
         "readyVoters": f"{len(healthy_voters)}/{spec.replicas}",
         "operation": operation_of(action, progress),
         "pendingOperation": pending_fields(progress),
+        "manualRoll": manual_roll_fields(progress),
         "conditions": conds,
     }
     if quorum is not None and led:

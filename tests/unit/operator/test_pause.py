@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
-from metaquorum_operator import handlers, planner
+from metaquorum_operator import events, planner
 from metaquorum_operator.model import PAUSE_ANNOTATION, Controls, annotation_on
 from metaquorum_operator.planner import Apply, Converged, Desired, Paused, ScaleStatefulSet
 
@@ -81,10 +81,10 @@ def test_pause_and_resume_post_one_event_each() -> None:
         c = {"type": "ReconciliationPaused", "status": "True" if on else "False", "message": "m"}
         return {"conditions": [c]}
 
-    assert handlers.pause_event({}, status(False)) is None
-    assert handlers.pause_event(status(False), status(True)) == ("ReconciliationPaused", "m")
-    assert handlers.pause_event(status(True), status(True)) is None
-    reason, message = handlers.pause_event(status(True), status(False)) or ("", "")
+    assert events.pause_event({}, status(False)) is None
+    assert events.pause_event(status(False), status(True)) == ("ReconciliationPaused", "m")
+    assert events.pause_event(status(True), status(True)) is None
+    reason, message = events.pause_event(status(True), status(False)) or ("", "")
     assert reason == "ReconciliationResumed" and PAUSE_ANNOTATION in message
 
 
