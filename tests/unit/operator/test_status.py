@@ -20,6 +20,7 @@ from metaquorum_operator.planner import (
     Apply,
     Converged,
     DeletePod,
+    EndManualRoll,
     Paused,
     Refused,
     ScaleStatefulSet,
@@ -210,6 +211,8 @@ def test_ready_voters_and_the_operation_fill_the_printer_columns() -> None:
     roll = DeletePod("q-2", "q-2 runs an old revision")
     assert status(roll, quorum=HEALTHY)["operation"] == "Rolling q-2"
     assert status(ScaleStatefulSet(4, "up"), quorum=HEALTHY)["operation"] == "Scaling to 4"
+    done = status(EndManualRoll("manual roll done"), quorum=HEALTHY)
+    assert done["operation"] == "Rolling" and cond(done, "Progressing")["reason"] == "Rolling"
 
 
 def test_paused_sets_the_condition_phase_and_operation_and_says_what_waits() -> None:
