@@ -94,8 +94,11 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
         "app.kubernetes.io/instance=quorum,app.kubernetes.io/name=metaquorum"
     )
     table = cluster.kubectl("get", "metadataquorum", "quorum", "-n", ns).stdout.split("\n")
-    assert table[0].split() == ["NAME", "REPLICAS", "VOTERS", "LEADER", "EPOCH", "PHASE", "AGE"]
-    assert table[1].split()[:3] == ["quorum", "3", "0,1,2"]
+    assert table[0].split() == [
+        "NAME", "REPLICAS", "READY", "VOTERS", "LEADER", "EPOCH", "PHASE", "OPERATION", "AGE"
+    ]  # fmt: skip
+    row = table[1].split()
+    assert row[:2] == ["quorum", "3"] and row[2].endswith("/3") and row[3] == "0,1,2"
     events = cluster.core.list_namespaced_event(
         ns, field_selector="involvedObject.kind=MetadataQuorum"
     ).items
@@ -133,7 +136,7 @@ def test_config_change_rolls_pods_leader_last_and_keeps_data(cluster: Cluster, q
     after = mq(cluster, ns)["status"]
     assert {v["id"]: v["directoryId"] for v in after["voters"]} == dirs  # the data stayed
     events = cluster.core.list_namespaced_event(
-        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=RolledPod"
+        ns, field_selector="involvedObject.kind=MetadataQuorum,reason=ConfigChanged"
     ).items
     order = [e.message.split()[2] for e in sorted(events, key=lambda e: e.first_timestamp)]
     assert sorted(order) == ["quorum-0", "quorum-1", "quorum-2"]

@@ -113,6 +113,7 @@ def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
         str(st["leader"]),
         "Running",
     )
+    assert cols["READY"].endswith("/3") and cols["OPERATION"] == "Idle"
     events = cluster.core.list_namespaced_event(
         ns, field_selector="involvedObject.kind=MetadataQuorum"
     ).items

@@ -9,9 +9,14 @@ last observation. A cluster id is generated once and kept in spec.clusterId befo
 formats its volume. Voter changes (AddRaftVoter / RemoveRaftVoter) are recorded as the pending
 change before they are sent and cleared when the leader answers (it answers once the change is
 committed); the pending change is written to status.pendingOperation, so an operator restarted
-mid-change resumes it (progress_from_status). Every action is posted as a Kubernetes Event on
-the MetadataQuorum; one Warning is posted when Degraded turns True (VolumeRefused,
-VoterNotCaughtUp: a lost pod not rejoining within the bound).
+mid-change resumes it (progress_from_status), and so is what a quorum-wide manual roll has left
+(status.manualRoll; rolls.py). Every action is posted as a Kubernetes Event on the
+MetadataQuorum (events.py: a restart's reason is its cause); one Warning is posted when
+Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
+bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
+ReconciliationResumed). While paused (annotation
+metaquorum.dev/pause-reconciliation: "true") the loop still observes the objects and the quorum
+and writes the status, and does nothing else (no cluster id either).
 Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
 spec.storage.deleteClaimsOnDelete); kopf's finalizer only stops the timer first.
 
@@ -36,13 +41,14 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import metrics, observe, planner
+from metaquorum_operator import events, metrics, observe, planner, rolls
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
     GROUP,
     PLURAL,
     VERSION,
+    Controls,
     Names,
     OperatorConfig,
     Owner,
@@ -109,7 +115,8 @@ def reconcile(
     kube = Kube(_api())
     names = Names(name=str(meta["name"]), namespace=str(meta["namespace"]))
     quorum_spec = QuorumSpec.from_spec(dict(spec))
-    if not quorum_spec.cluster_id:
+    controls = Controls.from_annotations(meta.get("annotations"))
+    if not quorum_spec.cluster_id and not controls.paused:
         # Generated once, before any pod formats its volume, and kept in the spec.
         cluster_id = new_cluster_id()
         kube.set_cluster_id(names, cluster_id)
@@ -120,6 +127,7 @@ def reconcile(
         names=names,
         owner=Owner(name=names.name, uid=str(meta["uid"])),
         operator=_state.get("operator") or OperatorConfig.from_env(),
+        controls=controls,
     )
     memory: dict[tuple[str, str, str], Progress] = _state.setdefault("progress", {})
     key = (names.namespace, names.name, str(meta["uid"]))
@@ -128,12 +136,12 @@ def reconcile(
     def done(action: planner.Action) -> None:
         metrics.ACTIONS.labels(type(action).__name__).inc()
         _post(body, action)
-        logger.info("%s", _describe(action))
+        logger.info("%s", events.describe(action))
 
     def failed(action: planner.Action, error: str) -> None:
         reason = "ResignFailed" if isinstance(action, planner.ResignLeader) else "VoterChangeFailed"
         metrics.ERRORS.labels(reason).inc()
-        kopf.warn(body, reason=reason, message=f"{_describe(action)}: {error}")
+        kopf.warn(body, reason=reason, message=f"{events.describe(action)}: {error}")
 
     try:
         run = run_steps(
@@ -173,6 +181,9 @@ def reconcile(
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
+    paused = events.pause_event(dict(status), new)
+    if paused is not None:
+        kopf.event(body, type="Normal", reason=paused[0], message=paused[1])
     if differs(new, dict(status)):
         kube.write_status(names, new)
 
@@ -287,13 +298,14 @@ def run_steps(
     def look(progress: Progress) -> tuple[Observed, observe.Observation, Progress]:
         observed = kube.observe(desired.names)
         observation = quorum.describe(desired, observed)
+        progress = rolls.manual_roll_progress(progress, desired.controls, observed)
         return observed, observation, advance(progress, observation.quorum, clock(), settings)
 
     observed, observation, progress = look(progress)
     action: planner.Action = planner.Converged()
     for _step in range(MAX_STEPS):
         action = planner.plan(desired, observed, observation.quorum, progress)
-        if isinstance(action, (planner.Wait, planner.Refused, planner.Converged)):
+        if isinstance(action, planner.IDLE):
             break
         if isinstance(action, planner.VOTER_CHANGES):
             kind: ChangeKind = "add" if isinstance(action, planner.AddVoter) else "remove"
@@ -318,51 +330,29 @@ def run_steps(
         else:
             kube.execute(action, desired.names)
         on_action(action)
+        if isinstance(action, planner.EndManualRoll):
+            # desired.controls still shows the annotation: stop; the next run reads it afresh
+            progress = dataclasses.replace(progress, manual_roll=frozenset())
+            break
         observed, observation, progress = look(progress)
     return Run(action, observed, observation, progress)
 
 
 def progress_from_status(status: dict[str, Any]) -> Progress:
-    """An operator restarted mid-change resumes its pending voter change from the status."""
+    """An operator restarted mid-change resumes its pending voter change, and a manual roll
+    the pods it has still to restart, from the status."""
+    uids = (status.get("manualRoll") or {}).get("podUids")
+    roll = frozenset(str(u) for u in uids) if isinstance(uids, list) else None
     op = status.get("pendingOperation") or {}
     if op.get("kind") not in ("add", "remove") or "id" not in op:
-        return Progress()
+        return Progress(manual_roll=roll)
     key = VoterKey(int(op["id"]), str(op.get("directoryId") or ""))
     kind: ChangeKind = "add" if op["kind"] == "add" else "remove"
-    return Progress(pending=PendingChange(kind, key, issued_ms=int(op.get("issuedAtMs") or 0)))
-
-
-def _describe(action: planner.Action) -> str:
-    if isinstance(action, planner.Apply):
-        verb = "created" if action.create else "updated"
-        m = action.manifest
-        return f"{verb} {m['kind']} {m['metadata']['name']} ({action.reason})"
-    if isinstance(action, planner.ScaleStatefulSet):
-        return f"scaled StatefulSet to {action.replicas} replicas ({action.reason})"
-    if isinstance(action, planner.DeletePod):
-        return f"deleted pod {action.name} ({action.reason})"
-    if isinstance(action, planner.ResignLeader):
-        return f"asked leader {action.node_id} to resign epoch {action.epoch} ({action.reason})"
-    if isinstance(action, planner.AddVoter):
-        k = action.key
-        return f"added voter {k.id} (directory {k.directory_id}) ({action.reason})"
-    if isinstance(action, planner.RemoveVoter):
-        k = action.key
-        return f"removed voter {k.id} (directory {k.directory_id}) ({action.reason})"
-    return action.reason
-
-
-EVENT_REASONS: dict[type, str] = {
-    planner.ScaleStatefulSet: "Scaled",
-    planner.DeletePod: "RolledPod",
-    planner.ResignLeader: "LeaderResigning",
-    planner.AddVoter: "VoterAdded",
-    planner.RemoveVoter: "VoterRemoved",
-}
+    pending = PendingChange(kind, key, issued_ms=int(op.get("issuedAtMs") or 0))
+    return Progress(pending=pending, manual_roll=roll)
 
 
 def _post(body: kopf.Body, action: planner.Action) -> None:
-    reason = EVENT_REASONS.get(type(action), "Reconciled")
-    if isinstance(action, planner.Apply):
-        reason = "Created" if action.create else "Updated"
-    kopf.event(body, type="Normal", reason=reason, message=_describe(action))
+    kopf.event(
+        body, type="Normal", reason=events.event_reason(action), message=events.describe(action)
+    )

@@ -4,12 +4,13 @@ Role: the only module that calls the Kubernetes API for reconciles (handlers.py 
 kopf). `observe` reads the ConfigMap, both Services, the PDB, the StatefulSet and its pods with
 uncached GETs, so each decision is made on fresh state. `execute` performs a planner action:
 create, or JSON-merge-patch an object to its desired manifest (lists replaced whole, the
-StatefulSet's immutable fields and replicas left alone); scale the StatefulSet; delete a pod.
+StatefulSet's immutable fields and replicas left alone); scale the StatefulSet; delete a pod;
+remove the annotation metaquorum.dev/manual-roll from the MetadataQuorum once its roll is done.
 `write_status` patches the status subresource.
 
-Invariants: never deletes anything but a pod the planner named; all writes are to objects named
-by `Names` in the owner's namespace; a 409 on create (object appeared meanwhile) is not an error,
-the next observation sees it.
+Invariants: never deletes anything but a pod the planner named (and that one annotation); all
+writes are to objects named by `Names` in the owner's namespace; a 409 on create (object
+appeared meanwhile) is not an error, the next observation sees it.
 """
 
 from __future__ import annotations
@@ -20,14 +21,21 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from metaquorum_operator import builders
-from metaquorum_operator.model import GROUP, PLURAL, VERSION, Names
+from metaquorum_operator.model import (
+    GROUP,
+    MANUAL_ROLL_ANNOTATION,
+    PLURAL,
+    VERSION,
+    Names,
+    annotation_on,
+)
 from metaquorum_operator.observed import (
     Observed,
     ObservedObject,
     ObservedPod,
     ObservedStatefulSet,
 )
-from metaquorum_operator.planner import Action, Apply, DeletePod, ScaleStatefulSet
+from metaquorum_operator.planner import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 
 MERGE = "application/merge-patch+json"
 
@@ -57,6 +65,13 @@ def _refusal(status: Any) -> str | None:
             if t is not None and t.exit_code == builders.REFUSED_EXIT:
                 message = (t.message or "").strip().splitlines() or ["the volume was refused"]
                 return message[-1].removeprefix(builders.REFUSED_PREFIX)
+    return None
+
+
+def _node_image(spec: Any) -> str | None:
+    for c in (spec.containers or []) if spec else []:
+        if c.name == "node":
+            return str(c.image)
     return None
 
 
@@ -114,6 +129,9 @@ class Kube:
                     revision=(pm.labels or {}).get("controller-revision-hash"),
                     terminating=pm.deletion_timestamp is not None,
                     volume_refused=_refusal(p.status),
+                    uid=str(pm.uid or ""),
+                    image=_node_image(p.spec),
+                    manual_roll=annotation_on(pm.annotations, MANUAL_ROLL_ANNOTATION),
                 )
             )
         return Observed(
@@ -165,6 +183,16 @@ class Kube:
             except ApiException as e:
                 if e.status != 404:
                     raise
+        elif isinstance(action, EndManualRoll):
+            self.custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                ns,
+                PLURAL,
+                names.name,
+                {"metadata": {"annotations": {MANUAL_ROLL_ANNOTATION: None}}},
+                _content_type=MERGE,
+            )
 
     def set_cluster_id(self, names: Names, cluster_id: str) -> None:
         """Record the cluster id once, in spec.clusterId (the CRD makes it immutable)."""

@@ -70,13 +70,16 @@ class PendingChange:
 class Progress:
     """What the planner knows beyond one observation: the clock, a pending change, since when
     (operator clock, ms) each replica has been caught up without a break, since when each
-    voter has not been, and the last leader asked to resign as (node id, epoch, asked at ms)."""
+    voter has not been, the last leader asked to resign as (node id, epoch, asked at ms), and
+    the pods (uids) a manual roll of the whole quorum still has to restart (None: no roll
+    started; empty: done, the annotation being removed)."""
 
     now_ms: int = 0
     pending: PendingChange | None = None
     caught_up_since: Mapping[VoterKey, int] = field(default_factory=dict)
     lagging_since: Mapping[VoterKey, int] = field(default_factory=dict)
     resign_asked: tuple[int, int, int] | None = None
+    manual_roll: frozenset[str] | None = None
 
     def lagging_longer_than(self, bound_ms: int) -> list[VoterKey]:
         return sorted(k for k, t in self.lagging_since.items() if self.now_ms - t >= bound_ms)
@@ -139,12 +142,12 @@ def advance(
             pending = replace(pending, reflected_at=leo)
         elif quorum.high_watermark >= pending.reflected_at:
             pending = None  # committed
-    return Progress(
-        now_ms,
-        pending,
+    return replace(  # the rest (resign_asked, manual_roll) carried over
+        progress,
+        now_ms=now_ms,
+        pending=pending,
         caught_up_since=since,
         lagging_since=lagging,
-        resign_asked=progress.resign_asked,
     )
 
 

@@ -3,7 +3,8 @@
 Role: parse a MetadataQuorum's `spec` (already defaulted and validated by the apiserver from
 crds/metadataquorums.metaquorum.dev.yaml) into a frozen `QuorumSpec`, and derive every name the
 operator uses from the resource name, so builders, planner and handlers agree. Also the
-operator-wide settings (`OperatorConfig`, from the operator's environment).
+operator-wide settings (`OperatorConfig`, from the operator's environment), and the user's
+controls given as annotations (`Controls`).
 
 Invariants: pure (no IO); parsing applies the same defaults as the CRD so a spec read from an
 older object without defaults still yields the same desired state; names are the resource name
@@ -31,6 +32,11 @@ CONFIG_DIR = "/etc/metaquorum"
 CONFIG_FILE = "server.properties"
 TLS_DIR = "/etc/metaquorum/tls"
 CLUSTER_DOMAIN = "cluster.local"
+
+# Annotations on a MetadataQuorum (or, for the manual roll, on one of its pods) that control
+# the operator (docs/operator.md, "Everyday controls"). The value "true" (any case) turns one on.
+PAUSE_ANNOTATION = "metaquorum.dev/pause-reconciliation"
+MANUAL_ROLL_ANNOTATION = "metaquorum.dev/manual-roll"
 
 # Keys the operator writes itself; the CRD refuses them in spec.config (keep both lists equal).
 MANAGED_KEYS = frozenset(
@@ -92,6 +98,29 @@ class QuorumSpec:
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
+        )
+
+
+def annotation_on(annotations: Mapping[str, str] | None, key: str) -> bool:
+    """Whether annotation `key` is "true" (case and surrounding blanks ignored); absent, "false"
+    or anything else is off."""
+    return str((annotations or {}).get(key, "")).strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Controls:
+    """What the user asked through the MetadataQuorum's annotations: `paused`
+    (metaquorum.dev/pause-reconciliation: "true": the operator changes nothing) and
+    `manual_roll` (metaquorum.dev/manual-roll: "true": restart every pod once)."""
+
+    paused: bool = False
+    manual_roll: bool = False
+
+    @classmethod
+    def from_annotations(cls, annotations: Mapping[str, str] | None) -> Controls:
+        return cls(
+            paused=annotation_on(annotations, PAUSE_ANNOTATION),
+            manual_roll=annotation_on(annotations, MANUAL_ROLL_ANNOTATION),
         )
 
 

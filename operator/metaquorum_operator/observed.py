@@ -39,7 +39,9 @@ class ObservedStatefulSet:
 @dataclass(frozen=True, slots=True)
 class ObservedPod:
     """One pod of the StatefulSet. `volume_refused` is the message of a format init container
-    that refused the pod's volume (another cluster's data, a replaced directory id)."""
+    that refused the pod's volume (another cluster's data, a replaced directory id); `image` is
+    its node container's image, `manual_roll` whether it carries the annotation
+    metaquorum.dev/manual-roll: "true" (restart this pod once)."""
 
     name: str
     ordinal: int
@@ -47,6 +49,9 @@ class ObservedPod:
     revision: str | None = None
     terminating: bool = False
     volume_refused: str | None = None
+    uid: str = ""
+    image: str | None = None
+    manual_roll: bool = False
 
 
 @dataclass(frozen=True, slots=True)

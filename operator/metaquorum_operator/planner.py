@@ -6,6 +6,10 @@ the quorum again, and plan again. KIP-853 dynamic quorum: the first pod formats 
 others join as observers and are added one at a time; scale-down removes voters before pods go.
 
 Rules, in order (the first that applies wins):
+0. Paused (annotation metaquorum.dev/pause-reconciliation: "true"): `Paused`, nothing else; it
+   carries the action the planner would take otherwise (`held`), so the status can say what
+   waits, and resuming continues from there (the plan is a function of the world, not of
+   history).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
    are created, stale ones updated, in that order. A new StatefulSet has one replica: the first
    member bootstraps alone; the ConfigMap records `formed` once a leader was seen (from then on
@@ -26,11 +30,15 @@ Rules, in order (the first that applies wins):
    the StatefulSet's whenScaled retention policy, from spec.storage.deleteClaimsOnScaleDown).
    Rules 4-8 act while some pods are down (a dead voter can be removed); those below wait
    until every pod exists and is ready.
-9. OnDelete roll: delete one pod on an old revision, highest ordinal first, the leader last,
+9. OnDelete roll: delete one pod due for a restart (rolls.py: an old revision of the pod
+   template, ConfigChanged or ImageChanged; or ManualRoll: the annotation
+   metaquorum.dev/manual-roll on the pod, or on the MetadataQuorum for every pod there when it
+   was first seen), highest ordinal first, the leader last,
    and the leader only as a follower: first ResignLeader (its node's POST /resign?epoch=N,
    KIP-595 EndQuorumEpoch to its successors), then wait until another voter leads; a leader
    still leading that epoch `resign_timeout_ms` after it was asked is deleted anyway (the
    node's SIGTERM hand-over resigns it). A quorum of one voter has nobody to hand over to.
+   A quorum-wide manual roll with no pod left to restart: EndManualRoll (remove the annotation).
 10. Grow the StatefulSet one replica when every pod is a voter and spec.replicas is larger.
 11. Converged when the voters are exactly pods 0..replicas-1; otherwise wait.
 
@@ -47,7 +55,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from metaquorum_operator import builders
+from metaquorum_operator import builders, rolls
+from metaquorum_operator.actions import (
+    IDLE,
+    VOTER_CHANGES,
+    Action,
+    AddVoter,
+    Apply,
+    Converged,
+    DeletePod,
+    EndManualRoll,
+    Paused,
+    Refused,
+    RemoveVoter,
+    ResignLeader,
+    RestartCause,
+    ScaleStatefulSet,
+    Wait,
+)
 from metaquorum_operator.membership import (
     CatchUp,
     Progress,
@@ -56,96 +81,36 @@ from metaquorum_operator.membership import (
     held,
     safe_voter_set,
 )
-from metaquorum_operator.model import Names, OperatorConfig, Owner, QuorumSpec
+from metaquorum_operator.model import Controls, Names, OperatorConfig, Owner, QuorumSpec
 from metaquorum_operator.observed import (
     Observed,
+    ObservedPod,
     ObservedQuorum,
     VoterKey,
 )
 
+__all__ = [
+    "IDLE",
+    "ORDER",
+    "VOTER_CHANGES",
+    "Action",
+    "AddVoter",
+    "Apply",
+    "Converged",
+    "DeletePod",
+    "Desired",
+    "EndManualRoll",
+    "NotOwned",
+    "Paused",
+    "Refused",
+    "RemoveVoter",
+    "ResignLeader",
+    "ScaleStatefulSet",
+    "Wait",
+    "plan",
+]
+
 ORDER = ("ConfigMap", "HeadlessService", "ClientService", "PodDisruptionBudget", "StatefulSet")
-
-
-@dataclass(frozen=True, slots=True)
-class Apply:
-    """Create (`create=True`) or update one owned object to `manifest`."""
-
-    key: str
-    manifest: dict[str, Any]
-    create: bool
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleStatefulSet:
-    replicas: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeletePod:
-    name: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ResignLeader:
-    """Ask the leader of `epoch` (node `node_id`, pod `name`) to resign before its pod is rolled:
-    its node's POST /resign?epoch=N (it refuses when no longer the leader of that epoch)."""
-
-    name: str
-    node_id: int
-    epoch: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class AddVoter:
-    """AddRaftVoter (KIP-853) of an observer caught up with the leader."""
-
-    key: VoterKey
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveVoter:
-    """RemoveRaftVoter (KIP-853) of one voter."""
-
-    key: VoterKey
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """Something the operator will not do by itself (a pod's volume holds another cluster's data
-    or a replaced directory); nothing changes, a Warning Event and the Degraded condition say
-    why and how to fix it."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Converged:
-    reason: str = "all objects up to date, all replicas ready and voters"
-
-
-Action = (
-    Apply
-    | ScaleStatefulSet
-    | DeletePod
-    | ResignLeader
-    | AddVoter
-    | RemoveVoter
-    | Wait
-    | Refused
-    | Converged
-)
-VOTER_CHANGES = (AddVoter, RemoveVoter)
 
 
 class NotOwned(Exception):
@@ -158,6 +123,7 @@ class Desired:
     names: Names
     owner: Owner
     operator: OperatorConfig = field(default_factory=OperatorConfig)
+    controls: Controls = field(default_factory=Controls)
 
     def manifests(
         self, sts_replicas: int, formed: bool = False, tombstones: frozenset[str] = frozenset()
@@ -202,6 +168,23 @@ def plan(
     observed: Observed,
     quorum: ObservedQuorum | None = None,
     progress: Progress | None = None,
+) -> Action:
+    if desired.controls.paused:
+        # 0. paused: nothing, whatever the world looks like
+        try:
+            waiting = _plan(desired, observed, quorum, progress)
+        except NotOwned as e:
+            waiting = Wait(str(e))
+        assert not isinstance(waiting, Paused)
+        return Paused(waiting, roll_waits=rolls.roll_waits(desired.controls, observed))
+    return _plan(desired, observed, quorum, progress)
+
+
+def _plan(
+    desired: Desired,
+    observed: Observed,
+    quorum: ObservedQuorum | None,
+    progress: Progress | None,
 ) -> Action:
     progress = progress or Progress()
     settings = desired.operator.catch_up
@@ -313,25 +296,29 @@ def _quorum_rules(
     if down:
         return Wait(down)
     # 9. OnDelete roll, one pod at a time, highest ordinal first, the leader last
-    if sts.update_revision:
-        stale = sorted(
-            (p for p in observed.pods if p.revision != sts.update_revision),
-            key=lambda p: (p.ordinal == quorum.leader_id, -p.ordinal),
-        )
-        if stale:
-            p = stale[0]
-            still = frozenset(k for k in healthy if k.id != p.ordinal)
-            others = frozenset(k for k in voters if k.id != p.ordinal)
-            # One or two voters cannot stay available through a restart: roll only with the
-            # other caught up (as Strimzi's KafkaQuorumCheck does), never losing an entry.
-            ok = others <= still if len(voters) <= 2 else safe_voter_set(voters, still)
-            if not ok:
-                return Wait(f"{p.name} runs an old revision; the others are not caught up")
-            if p.ordinal == quorum.leader_id and len(voters) > 1:
-                step = _resign_first(p.name, quorum, progress, settings)
-                if step is not None:
-                    return step
-            return DeletePod(p.name, f"{p.name} runs an old revision")
+    manual = rolls.roll_uids(desired.controls, progress, observed)
+    due: list[tuple[ObservedPod, RestartCause, str]] = []
+    for pod in observed.pods:
+        found = rolls.restart_cause(pod, desired.spec.image, sts.update_revision, manual)
+        if found is not None:
+            due.append((pod, *found))
+    due.sort(key=lambda d: (d[0].ordinal == quorum.leader_id, -d[0].ordinal))
+    if due:
+        p, cause, why = due[0]
+        still = frozenset(k for k in healthy if k.id != p.ordinal)
+        others = frozenset(k for k in voters if k.id != p.ordinal)
+        # One or two voters cannot stay available through a restart: roll only with the
+        # other caught up (as Strimzi's KafkaQuorumCheck does), never losing an entry.
+        ok = others <= still if len(voters) <= 2 else safe_voter_set(voters, still)
+        if not ok:
+            return Wait(f"{why}; the others are not caught up")
+        if p.ordinal == quorum.leader_id and len(voters) > 1:
+            step = _resign_first(p.name, quorum, progress, settings)
+            if step is not None:
+                return step
+        return DeletePod(p.name, why, cause)
+    if rolls.roll_done(desired.controls, progress, observed):
+        return EndManualRoll("manual roll done: every pod was restarted once")
     # 10. grow one pod at a time once every pod is a voter
     if sts.replicas < target:
         missing = [i for i in range(sts.replicas) if i not in voter_ids]

@@ -2,8 +2,9 @@
 
 Role: `compute_status` is pure: what the operator observed (objects, pods, the quorum when it can
 describe it), the action the planner chose and the operator's progress -> the status to write.
-Status is a cache of observation; the one thing read back from it is `pendingOperation`, so an
-operator restarted mid-change resumes it (handlers.progress_from_status).
+Status is a cache of observation; the things read back from it are `pendingOperation` and
+`manualRoll` (the pods a manual roll has still to restart), so an operator restarted mid-change
+resumes them (handlers.progress_from_status).
 
 Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operator names them):
 - `Available`: the leader answered DescribeQuorum and more than half of the voters are caught up
@@ -11,9 +12,15 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   client's one-line error), or Unknown/NotObserved before the StatefulSet exists.
 - `Progressing`: True while the planner has something to do (reason: the step, e.g. AddingVoter,
   RemovingVoter, Scaling, Rolling, Applying, Waiting); False/Converged when it has not.
+- `ReconciliationPaused`: True (PausedByAnnotation) while annotation
+  metaquorum.dev/pause-reconciliation is "true", with what waits in the message; False
+  (Reconciling) otherwise. Progressing is False (reason ReconciliationPaused) while paused.
 - `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter has not been caught
   up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
+Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
+leader / spec.replicas, 0/N without a leader) and `operation` (`operation_of`: the voter change
+in flight, else what the planner chose, e.g. "Rolling q-2"; Idle when converged).
 Voters and observers are the leader's answer of this reconcile as {id, directoryId, lag} (lag in
 records behind the leader, absent when unknown), absent when the quorum cannot be described.
 A condition's lastTransitionTime changes only when its status does.
@@ -25,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
-from metaquorum_operator.model import Names, QuorumSpec
+from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
 from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
 from metaquorum_operator.planner import (
     Action,
@@ -33,6 +40,8 @@ from metaquorum_operator.planner import (
     Apply,
     Converged,
     DeletePod,
+    EndManualRoll,
+    Paused,
     Refused,
     RemoveVoter,
     ResignLeader,
@@ -40,6 +49,7 @@ from metaquorum_operator.planner import (
 )
 
 REFUSED_REASON = "VolumeRefused"
+PAUSED_CONDITION = "ReconciliationPaused"
 
 
 def condition(
@@ -71,9 +81,11 @@ def step_reason(action: Action) -> str:
         ScaleStatefulSet: "Scaling",
         DeletePod: "Rolling",
         ResignLeader: "Rolling",
+        EndManualRoll: "Rolling",
         Apply: "Applying",
         Refused: REFUSED_REASON,
         Converged: "Converged",
+        Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")
 
 
@@ -87,6 +99,8 @@ def phase_of(
     sts = observed.statefulset
     if sts is None:
         return "Pending"
+    if isinstance(action, Paused):
+        return "Paused"
     if isinstance(action, Converged):
         return "Running"
     if degraded:
@@ -133,6 +147,32 @@ def pending_fields(progress: Progress | None) -> dict[str, Any] | None:
     return out
 
 
+def operation_of(action: Action, progress: Progress | None) -> str:
+    """A few words on what the operator is doing now (the Operation column)."""
+    pending = progress.pending if progress else None
+    if pending is not None:
+        return f"{'AddVoter' if pending.kind == 'add' else 'RemoveVoter'} {pending.key.id}"
+    if isinstance(action, Converged):
+        return "Idle"
+    if isinstance(action, Paused):
+        return "Paused"
+    if isinstance(action, AddVoter | RemoveVoter):
+        return f"{type(action).__name__} {action.key.id}"
+    if isinstance(action, DeletePod | ResignLeader):
+        return f"Rolling {action.name}"
+    if isinstance(action, ScaleStatefulSet):
+        return f"Scaling to {action.replicas}"
+    if isinstance(action, Apply):
+        return f"Applying {action.key}"
+    return step_reason(action)
+
+
+def manual_roll_fields(progress: Progress | None) -> dict[str, Any] | None:
+    """The pods a quorum-wide manual roll has still to restart (read back after a restart)."""
+    roll = progress.manual_roll if progress else None
+    return {"podUids": sorted(roll)} if roll else None
+
+
 def compute_status(
     spec: QuorumSpec,
     names: Names,
@@ -164,6 +204,8 @@ def compute_status(
         if quorum is not None and led
         else []
     )
+    healthy = healthy_keys(quorum, settings) if quorum is not None and led else frozenset()
+    healthy_voters = [v for v in quorum.voters if v.key in healthy] if quorum is not None else []
     bound = settings.rejoin_bound_ms
     stuck = (progress or Progress()).lagging_longer_than(bound) if led else []
     if isinstance(action, Refused):
@@ -181,7 +223,7 @@ def compute_status(
         degraded = cond("Degraded", "False", "CatchingUp", f"voters catching up: {ids}")
     else:
         degraded = cond("Degraded", "False", "AsExpected", "every voter is caught up")
-    done = isinstance(action, Converged)
+    done = isinstance(action, Converged | Paused)
     conds = [
         available_condition(quorum, quorum_error, sts is not None, settings, cond),
         cond(
@@ -191,6 +233,7 @@ def compute_status(
             action.reason,
         ),
         degraded,
+        paused_condition(action, cond),
     ]
     status: dict[str, Any] = {
         "phase": phase_of(spec, observed, quorum, action, degraded["status"] == "True"),
@@ -205,13 +248,30 @@ def compute_status(
         "voters": None,
         "observers": None,
         "voterIds": None,
+        "readyVoters": f"{len(healthy_voters)}/{spec.replicas}",
+        "operation": operation_of(action, progress),
         "pendingOperation": pending_fields(progress),
+        "manualRoll": manual_roll_fields(progress),
         "conditions": conds,
     }
     if quorum is not None and led:
         status.update(quorum_fields(quorum))
         status["clusterId"] = quorum.cluster_id or cluster_id
     return status
+
+
+def paused_condition(action: Action, cond: Any) -> dict[str, Any]:
+    if isinstance(action, Paused):
+        return dict(cond(PAUSED_CONDITION, "True", "PausedByAnnotation", action.reason))
+    return dict(
+        cond(
+            PAUSED_CONDITION,
+            "False",
+            "Reconciling",
+            f'the operator reconciles this quorum (annotation {PAUSE_ANNOTATION}: "true"'
+            " pauses it)",
+        )
+    )
 
 
 def available_condition(

@@ -3,7 +3,7 @@ the world model, and resuming a pending voter change from the status."""
 
 from __future__ import annotations
 
-from metaquorum_operator import handlers, planner
+from metaquorum_operator import events, handlers, planner
 from metaquorum_operator.membership import PendingChange, Progress
 from metaquorum_operator.observed import Observed, VoterKey
 from metaquorum_operator.planner import AddVoter, Apply, Converged, Wait
@@ -65,10 +65,10 @@ def test_repeated_runs_converge_and_then_do_nothing() -> None:
 def test_describe_names_the_object_the_voter_and_the_reason() -> None:
     world = World()
     _, done = run(world, ModelQuorum(world))
-    text = handlers._describe(done[0])
+    text = events.describe(done[0])
     assert text == "created ConfigMap q-config (ConfigMap q-config is missing)"
     add = AddVoter(VoterKey(3, "DIR"), "node 3 caught up as an observer")
-    assert handlers._describe(add) == (
+    assert events.describe(add) == (
         "added voter 3 (directory DIR) (node 3 caught up as an observer)"
     )
 

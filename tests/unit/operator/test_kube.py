@@ -1,11 +1,17 @@
 """kube.py's reading of a pod: the format init container's refusal, from initContainerStatuses
-as a kubelet reports it (kubernetes client models as the oracle of the shape)."""
+as a kubelet reports it, and its uid, node image and manual-roll annotation; the removal of the
+manual-roll annotation as a merge patch (kubernetes client models as the oracle of the shape)."""
 
 from __future__ import annotations
 
+from unittest.mock import MagicMock
+
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from metaquorum_operator import builders
-from metaquorum_operator.kube import _refusal
+from metaquorum_operator.kube import Kube, _refusal
+from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, Names
+from metaquorum_operator.planner import EndManualRoll
 
 
 def status(code: int, message: str, *, last: bool = False) -> client.V1PodStatus:
@@ -37,3 +43,43 @@ def test_other_failures_and_no_status_are_not_refusals() -> None:
     assert _refusal(status(0, "")) is None
     assert _refusal(client.V1PodStatus()) is None
     assert _refusal(None) is None
+
+
+def fake_kube(pods: list[client.V1Pod]) -> Kube:
+    """Kube over mocks: no owned object exists yet; the pods listed are `pods`."""
+    kube = Kube.__new__(Kube)
+    missing = ApiException(status=404)
+    kube.core, kube.apps, kube.policy, kube.custom = (MagicMock() for _ in range(4))
+    kube.core.read_namespaced_config_map.side_effect = missing
+    kube.core.read_namespaced_service.side_effect = missing
+    kube.policy.read_namespaced_pod_disruption_budget.side_effect = missing
+    kube.apps.read_namespaced_stateful_set.side_effect = missing
+    kube.core.list_namespaced_pod.return_value = client.V1PodList(items=pods)
+    return kube
+
+
+def pod(name: str, annotations: dict[str, str] | None = None) -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, uid=f"uid-{name}", annotations=annotations),
+        spec=client.V1PodSpec(
+            containers=[client.V1Container(name="node", image="metaquorum/node:9")]
+        ),
+    )
+
+
+def test_observe_reads_each_pods_uid_node_image_and_manual_roll_annotation() -> None:
+    kube = fake_kube([pod("q-0"), pod("q-1", {MANUAL_ROLL_ANNOTATION: "true"})])
+    observed = kube.observe(Names("q", "ns"))
+    assert [(p.uid, p.image, p.manual_roll) for p in observed.pods] == [
+        ("uid-q-0", "metaquorum/node:9", False),
+        ("uid-q-1", "metaquorum/node:9", True),
+    ]
+
+
+def test_end_manual_roll_removes_the_annotation_with_a_merge_patch() -> None:
+    kube = fake_kube([])
+    kube.execute(EndManualRoll("done"), Names("q", "ns"))
+    args, kwargs = kube.custom.patch_namespaced_custom_object.call_args
+    assert args[2:5] == ("ns", "metadataquorums", "q")
+    assert args[5] == {"metadata": {"annotations": {MANUAL_ROLL_ANNOTATION: None}}}
+    assert kwargs["_content_type"] == "application/merge-patch+json"

@@ -15,7 +15,17 @@ from metaquorum_operator.observed import (
     ReplicaState,
     VoterKey,
 )
-from metaquorum_operator.planner import AddVoter, Apply, Converged, Refused, Wait
+from metaquorum_operator.planner import (
+    AddVoter,
+    Apply,
+    Converged,
+    DeletePod,
+    EndManualRoll,
+    Paused,
+    Refused,
+    ScaleStatefulSet,
+    Wait,
+)
 from metaquorum_operator.status import REFUSED_REASON, compute_status, differs
 
 NAMES = Names("q", "ns")
@@ -62,6 +72,7 @@ def test_converged_healthy_quorum_is_available_not_progressing_not_degraded() ->
         ("Available", "True"),
         ("Progressing", "False"),
         ("Degraded", "False"),
+        ("ReconciliationPaused", "False"),
     ]
     assert "leader 1 in epoch 7, 3 of 3 voters caught up" in cond(s, "Available")["message"]
     assert (s["clusterId"], s["leader"], s["epoch"], s["highWatermark"]) == ("abc", 1, 7, 95)
@@ -181,3 +192,45 @@ def test_differs_treats_none_as_absent() -> None:
     stored = {k: v for k, v in s.items() if v is not None}
     assert not differs(s, stored)
     assert differs(s, {**stored, "readyReplicas": 2})
+
+
+def test_ready_voters_and_the_operation_fill_the_printer_columns() -> None:
+    s = status(Converged(), quorum=HEALTHY)
+    assert s["readyVoters"] == "3/3" and s["operation"] == "Idle"
+    lagging = ObservedQuorum(
+        "abc", 1, 7, 95, voters=(replica(0, "d0", 10, NOW - 60_000), replica(1, "d1"))
+    )
+    s = status(Wait("pod 2 is not a voter yet"), quorum=lagging)
+    assert s["readyVoters"] == "1/3" and s["operation"] == "Waiting"
+    assert status(Wait("no leader"))["readyVoters"] == "0/3"
+    key = VoterKey(3, "d3")
+    pending = Progress(pending=PendingChange("add", key, issued_ms=NOW))
+    s = status(Wait("add voter 3: committing"), quorum=HEALTHY, progress=pending)
+    assert s["operation"] == "AddVoter 3"
+    assert status(AddVoter(key, "caught up"), quorum=HEALTHY)["operation"] == "AddVoter 3"
+    roll = DeletePod("q-2", "q-2 runs an old revision")
+    assert status(roll, quorum=HEALTHY)["operation"] == "Rolling q-2"
+    assert status(ScaleStatefulSet(4, "up"), quorum=HEALTHY)["operation"] == "Scaling to 4"
+    done = status(EndManualRoll("manual roll done"), quorum=HEALTHY)
+    assert done["operation"] == "Rolling" and cond(done, "Progressing")["reason"] == "Rolling"
+
+
+def test_paused_sets_the_condition_phase_and_operation_and_says_what_waits() -> None:
+    held = ScaleStatefulSet(4, "scaling up toward 5 replicas")
+    s = status(Paused(held), quorum=HEALTHY, now="T1")
+    paused = cond(s, "ReconciliationPaused")
+    assert (paused["status"], paused["reason"]) == ("True", "PausedByAnnotation")
+    assert 'metaquorum.dev/pause-reconciliation="true"' in paused["message"]
+    assert "on resume: scaling up toward 5 replicas" in paused["message"]
+    assert cond(s, "Progressing")["status"] == "False"
+    assert cond(s, "Progressing")["reason"] == "ReconciliationPaused"
+    assert (s["phase"], s["operation"]) == ("Paused", "Paused")
+    assert s["leader"] == 1 and s["readyVoters"] == "3/3"  # observation goes on
+    resumed = status(held, quorum=HEALTHY, now="T2", previous=s)
+    again = cond(resumed, "ReconciliationPaused")
+    assert (again["status"], again["reason"], again["lastTransitionTime"]) == (
+        "False",
+        "Reconciling",
+        "T2",
+    )
+    assert resumed["phase"] == "Scaling"

@@ -35,6 +35,7 @@ from metaquorum_operator.observed import (
 NAMES = Names("q", "ns")
 OWNER = Owner("q", "uid-1")
 _dirs = itertools.count(1)
+_uids = itertools.count(1)
 
 
 def new_dir() -> str:
@@ -50,6 +51,8 @@ class Pod:
     behind: int = 3  # observations until caught up
     alive: bool = True
     down_for: int = 0  # ticks until a stopped process comes back
+    uid: str = field(default_factory=lambda: f"uid-{next(_uids)}")
+    manual_roll: bool = False  # the annotation metaquorum.dev/manual-roll on this pod
 
 
 @dataclass
@@ -77,6 +80,7 @@ class World:
     commit_delay: int = 0  # ticks an unanswered change stays uncommitted
     waited: int = 0
     record_offset: int = 0  # offset of the uncommitted VotersRecord (the HW stays below it)
+    roll_annotation: bool = False  # metaquorum.dev/manual-roll on the MetadataQuorum
 
     # ---- the quorum's truth --------------------------------------------------------------
     def voter_set(self) -> dict[int, str]:
@@ -180,7 +184,15 @@ class World:
                 update_revision=self.template_hash,
             )
         pods = [
-            ObservedPod(NAMES.pod(i), i, self.pod_ready(p), p.revision, volume_refused=p.refused)
+            ObservedPod(
+                NAMES.pod(i),
+                i,
+                self.pod_ready(p),
+                p.revision,
+                volume_refused=p.refused,
+                uid=p.uid,
+                manual_roll=p.manual_roll,
+            )
             for i, p in sorted(self.pods.items())
         ]
         return Observed(objs, sts, pods, formed=self.formed_flag, tombstones=self.tombstones)
@@ -236,6 +248,8 @@ class World:
             del self.pods[int(action.name.rsplit("-", 1)[1])]
         elif isinstance(action, planner.VOTER_CHANGES):
             self.change(action)
+        elif isinstance(action, planner.EndManualRoll):
+            self.roll_annotation = False
 
     def change(self, action: planner.AddVoter | planner.RemoveVoter) -> None:
         """The leader's side of AddRaftVoter / RemoveRaftVoter."""

@@ -1,0 +1,138 @@
+"""The planner's actions: what one reconcile step decides to do, as frozen values.
+
+Role: the vocabulary between the pure planner (planner.py, which re-exports every name here),
+the step loop that executes actions (handlers.py, kube.py), the status (status.py) and the
+Events. One action per planner call; `IDLE` actions change nothing and end a reconcile run.
+
+Invariants: frozen, no IO; every action carries a one-line `reason` for Events and conditions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION
+from metaquorum_operator.observed import VoterKey
+
+
+@dataclass(frozen=True, slots=True)
+class Apply:
+    """Create (`create=True`) or update one owned object to `manifest`."""
+
+    key: str
+    manifest: dict[str, Any]
+    create: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleStatefulSet:
+    replicas: int
+    reason: str
+
+
+# Why a pod is restarted (its Event's reason): the pod template changed (spec.config,
+# resources, ports, TLS settings, pull policy), the node image changed, or the user asked with
+# the annotation metaquorum.dev/manual-roll (on the MetadataQuorum or on the pod).
+RestartCause = Literal["ConfigChanged", "ImageChanged", "ManualRoll"]
+RESTART_CAUSES: tuple[RestartCause, ...] = ("ConfigChanged", "ImageChanged", "ManualRoll")
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePod:
+    """Delete one pod so that the StatefulSet recreates it (a restart), for `cause`."""
+
+    name: str
+    reason: str
+    cause: RestartCause = "ConfigChanged"
+
+
+@dataclass(frozen=True, slots=True)
+class EndManualRoll:
+    """Every pod was restarted once: remove the annotation metaquorum.dev/manual-roll from the
+    MetadataQuorum."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResignLeader:
+    """Ask the leader of `epoch` (node `node_id`, pod `name`) to resign before its pod is rolled:
+    its node's POST /resign?epoch=N (it refuses when no longer the leader of that epoch)."""
+
+    name: str
+    node_id: int
+    epoch: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddVoter:
+    """AddRaftVoter (KIP-853) of an observer caught up with the leader."""
+
+    key: VoterKey
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVoter:
+    """RemoveRaftVoter (KIP-853) of one voter."""
+
+    key: VoterKey
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Something the operator will not do by itself (a pod's volume holds another cluster's data
+    or a replaced directory); nothing changes, a Warning Event and the Degraded condition say
+    why and how to fix it."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Converged:
+    reason: str = "all objects up to date, all replicas ready and voters"
+
+
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """Reconciliation is paused by the user: nothing is done. `held` is what the planner would
+    do otherwise (Converged when nothing would be)."""
+
+    held: Action
+    roll_waits: bool = False  # a manual roll was asked and waits for the resume
+
+    @property
+    def reason(self) -> str:
+        waiting = "" if isinstance(self.held, Converged) else f"; on resume: {self.held.reason}"
+        roll = f"; the manual roll ({MANUAL_ROLL_ANNOTATION}) waits" if self.roll_waits else ""
+        return (
+            f'reconciliation paused by annotation {PAUSE_ANNOTATION}="true"{waiting}{roll}'
+            f' (remove the annotation or set it to "false" to resume)'
+        )
+
+
+Action = (
+    Apply
+    | ScaleStatefulSet
+    | DeletePod
+    | EndManualRoll
+    | ResignLeader
+    | AddVoter
+    | RemoveVoter
+    | Wait
+    | Refused
+    | Converged
+    | Paused
+)
+VOTER_CHANGES = (AddVoter, RemoveVoter)
+# the actions that change nothing: the step loop stops at one
+IDLE = (Wait, Refused, Converged, Paused)
