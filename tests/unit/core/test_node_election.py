@@ -415,6 +415,19 @@ def test_shutdown_of_a_leader_resigns_after_the_election_timeout_without_a_succe
     assert isinstance(ctx.node.state, ResignedState)
 
 
+def test_a_second_shutdown_keeps_the_first_ones_hand_over_bound() -> None:
+    """A second Shutdown (a second SIGTERM) changes nothing: the hand-over stays bounded by the
+    first one's time. Before the event table (issue 34) it raised `TypeError: unknown event`."""
+    ctx = RaftTestContext(1, [1, 2, 3])
+    ctx.become_leader()
+    ctx.handle(Shutdown())
+    ctx.advance(600)
+    ctx.handle(Shutdown())
+    assert ctx.node.shutdown_started_ms == ctx.now - 600
+    ctx.advance(400)  # the election timeout since the *first* Shutdown
+    assert isinstance(ctx.node.state, ResignedState)
+
+
 def test_shutdown_of_a_follower_completes_at_once_and_never_campaigns() -> None:
     ctx = RaftTestContext(1, [1, 2, 3], election=ElectionState(2, 3, None))
     assert not ctx.node.shutdown_complete
