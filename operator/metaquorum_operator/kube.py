@@ -21,6 +21,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from metaquorum_operator import builders
+from metaquorum_operator.actions import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 from metaquorum_operator.model import (
     GROUP,
     MANUAL_ROLL_ANNOTATION,
@@ -35,7 +36,6 @@ from metaquorum_operator.observed import (
     ObservedPod,
     ObservedStatefulSet,
 )
-from metaquorum_operator.planner import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 
 MERGE = "application/merge-patch+json"
 

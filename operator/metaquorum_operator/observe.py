@@ -39,9 +39,9 @@ from metaquorum.admin.client import (
 from metaquorum.admin.reconfig import Listener, add_controller, remove_controller
 from metaquorum.protocol.types import Uuid
 
+from metaquorum_operator.actions import AddVoter, RemoveVoter
 from metaquorum_operator.model import Names
 from metaquorum_operator.observed import ObservedQuorum, ReplicaState
-from metaquorum_operator.planner import AddVoter, RemoveVoter
 
 DESCRIBE_TIMEOUT_S = 3.0
 CHANGE_TIMEOUT_S = 15.0

@@ -31,10 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
-from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
-from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
-from metaquorum_operator.planner import (
+from metaquorum_operator.actions import (
     Action,
     AddVoter,
     Apply,
@@ -47,6 +44,9 @@ from metaquorum_operator.planner import (
     ResignLeader,
     ScaleStatefulSet,
 )
+from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
+from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
+from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
 
 REFUSED_REASON = "VolumeRefused"
 PAUSED_CONDITION = "ReconciliationPaused"
