@@ -38,11 +38,19 @@ $(UV):
 	$(PY_BOOT) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install -q --disable-pip-version-check uv==$(UV_VER)
 
+# The venv's interpreter: the fastest CPython here (Debian's PGO/LTO build when present; issue 28,
+# scripts/fast-python.sh). PYTHON=/path/to/python3.11 overrides; a venv built on another one is
+# rebuilt on this one.
+VENV_PYTHON := $(shell scripts/fast-python.sh)
+
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --frozen --all-extras --quiet
+	$(UV) sync --frozen --all-extras --quiet --python $(VENV_PYTHON)
 	@touch $@
 
 setup: $(VENV)/.synced
+	@if [ "$$(readlink -f $(BIN)/python)" != "$$(readlink -f $(VENV_PYTHON))" ]; then \
+		echo "setup: rebuilding $(VENV) on $(VENV_PYTHON)"; \
+		$(UV) sync --frozen --all-extras --quiet --python $(VENV_PYTHON) && touch $(VENV)/.synced; fi
 
 # Kafka's published jars, resolved from Maven Central and cached by version (the oracle tier).
 kafka-jars: setup

@@ -26,6 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench import interpreter
 from bench.common import REPO, Progress, goload_binary
 from bench.peers.etcd import ETCD_VERSION, EtcdCluster
 from bench.peers.kafka import TestRaftCluster
@@ -84,6 +85,7 @@ def meta(mode: str) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
+        "interpreter": interpreter.describe(),
         # A run from an exported tree (git archive) names its commit in BENCH_GIT_COMMIT.
         "git": os.environ.get("BENCH_GIT_COMMIT")
         or _cmd(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),

@@ -20,6 +20,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from bench import interpreter
+
 NAMES = {"ours": "metaquorum (ours)", "etcd": "etcd 3.6.16", "kafka": "Kafka 4.3.1 TestRaftServer"}
 NAMES["pysyncobj"] = "PySyncObj 0.3.17 (no fsync)"
 NAMES["ours-plain-linger"] = "metaquorum, Kafka's plain 25 ms linger"
@@ -339,6 +341,8 @@ def write_report(json_path: Path) -> Path:
         f"Commit {m.get('git')}; Python {m.get('python')}; {m.get('go')}; {m.get('java')}; "
         f"etcd {m.get('etcd')}; Kafka {m.get('kafka')}; PySyncObj {m.get('pysyncobj')}. "
         "Method: docs/bench.md.",
+        "",
+        f"Interpreter of our nodes: {interpreter.summary(m.get('interpreter') or {})}.",
         "",
         "PySyncObj neither fsyncs its journal nor persists its vote (currentTerm/votedFor): its "
         "figures are an upper bound for a non-durable Raft, not a like-for-like comparison.",
