@@ -10,10 +10,15 @@ nothing the core sends ever acknowledges an offset that has not come back as `Fl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
 from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
+
+# Any Kafka request or response data class. A named alias, not a bare `object`, because the
+# compiled core (mypyc, issue 28) resolves a dataclass field's annotation by name in this module.
+Message: TypeAlias = object
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +28,7 @@ class SendRequest:
 
     destination: int
     correlation_id: int
-    message: object
+    message: Message
     endpoint: ListenerEndpoint | None = None
 
 
@@ -31,7 +36,7 @@ class SendRequest:
 class SendResponse:
     destination: int
     correlation_id: int
-    message: object
+    message: Message
     entries: tuple[LogEntry, ...] = ()
 
 

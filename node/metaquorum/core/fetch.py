@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from metaquorum.core import auto_join, check_quorum, discovery, fetch_snapshot, update_voter
 from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
+from metaquorum.core.errors import TruncationBelowHighWatermark
 from metaquorum.core.events import RequestReceived, ResponseReceived
 from metaquorum.core.fetch_purgatory import ParkedFetch
 from metaquorum.core.ids import OffsetAndEpoch
@@ -52,10 +53,6 @@ MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
 
 
 ParkedRequest = tuple[int, int, FetchRequestData]
-
-
-class TruncationBelowHighWatermark(RuntimeError):
-    """The leader asked this follower to drop committed data (Kafka raises KafkaException)."""
 
 
 # --- follower side -------------------------------------------------------------------------

@@ -10,20 +10,45 @@ order is the order of parking; a newer fetch from the same replica replaces the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class ParkedFetch(Generic[T]):
-    replica_id: int
-    correlation_id: int
-    fetch_offset: int
-    follower_high_watermark: int | None
-    expire_ms: int
-    request: T
+    """One parked Fetch (immutable by convention). A plain class, not a dataclass: mypyc cannot
+    compile a generic dataclass (issue 28's compiled core)."""
+
+    __slots__ = (
+        "correlation_id",
+        "expire_ms",
+        "fetch_offset",
+        "follower_high_watermark",
+        "replica_id",
+        "request",
+    )
+
+    def __init__(  # noqa: PLR0917 (the positional order of the dataclass it replaced)
+        self,
+        replica_id: int,
+        correlation_id: int,
+        fetch_offset: int,
+        follower_high_watermark: int | None,
+        expire_ms: int,
+        request: T,
+    ) -> None:
+        self.replica_id = replica_id
+        self.correlation_id = correlation_id
+        self.fetch_offset = fetch_offset
+        self.follower_high_watermark = follower_high_watermark
+        self.expire_ms = expire_ms
+        self.request = request
+
+    def __repr__(self) -> str:
+        return (
+            f"ParkedFetch(replica_id={self.replica_id}, correlation_id={self.correlation_id}, "
+            f"fetch_offset={self.fetch_offset}, expire_ms={self.expire_ms})"
+        )
 
 
 class FetchPurgatory(Generic[T]):

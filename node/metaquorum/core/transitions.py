@@ -40,6 +40,7 @@ A vote cast in an epoch is never lost or changed within that epoch (durable sing
 
 from __future__ import annotations
 
+from metaquorum.core.errors import IllegalTransition
 from metaquorum.core.states import (
     ElectionState,
     EpochState,
@@ -82,10 +83,6 @@ LEGAL: dict[tuple[Role, Role], str] = {
 }
 
 OBSERVER_ROLES = frozenset({U, F})
-
-
-class IllegalTransition(RuntimeError):
-    """A bug in the core: it tried a transition Kafka's QuorumState refuses."""
 
 
 def _epoch_ok(rule: str, old: int, new: int) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from metaquorum.core.effects import LeaderChanged
+from metaquorum.core.errors import TruncationBelowHighWatermark
 from metaquorum.core.events import ClientAppend, Flushed, Poll, RequestReceived, ResponseReceived
-from metaquorum.core.fetch import TruncationBelowHighWatermark
 
 from tests.unit.core.context import (
     RaftTestContext,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.effects import AppendCommitted, AppendFailed, SendResponse, TruncateLog
+from metaquorum.core.errors import TruncationBelowHighWatermark
 from metaquorum.core.events import Flushed
-from metaquorum.core.fetch import TruncationBelowHighWatermark
 from metaquorum.core.states import ElectionState, FollowerState
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from metaquorum.core.errors import IllegalTransition
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.states import (
     CandidateState,
@@ -19,7 +20,6 @@ from metaquorum.core.states import (
 )
 from metaquorum.core.transitions import (
     LEGAL,
-    IllegalTransition,
     check_in_place_update,
     check_transition,
     is_durable,
