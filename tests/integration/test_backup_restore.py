@@ -69,7 +69,9 @@ class Appender(threading.Thread):
 
     def __init__(self, q: LocalQuorum) -> None:
         super().__init__(daemon=True)
-        self.q, self.acked, self.error = q, {}, None  # type: ignore[var-annotated]
+        self.q = q
+        self.acked: dict[int, int] = {}
+        self.error: Exception | None = None
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -191,8 +193,12 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
         async def tail() -> list[int]:
             c = LogClient([Endpoint("127.0.0.1", node.port)])
             try:
-                recs, _, _ = await c.read(manifest.start_offset, max_bytes=1 << 22)
-                return [x.offset for x in recs]
+                out: list[int] = []
+                offset, hw = manifest.start_offset, manifest.start_offset + 1
+                while offset < hw:
+                    recs, offset, hw = await c.read(offset)
+                    out += [x.offset for x in recs]
+                return out
             finally:
                 await c.close()
 
