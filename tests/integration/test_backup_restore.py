@@ -15,7 +15,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,33 @@ def _kafka_dump_all_valid(files: list[Path]) -> int:
     return len(batches)
 
 
+@dataclass
+class Store:
+    """Where the test's backups go, and raw access to their bytes (to read and damage them)."""
+
+    url: str
+    env: dict[str, str]
+    get: Callable[[str], bytes]
+    put: Callable[[str, bytes], None]
+
+
+def s3_store(s3: S3Server, prefix: str) -> Store:
+    c = s3.client()
+
+    def get(key: str) -> bytes:
+        return c.get_object(Bucket=BUCKET, Key=f"{prefix}/{key}")["Body"].read()  # type: ignore[attr-defined,no-any-return]
+
+    def put(key: str, data: bytes) -> None:
+        c.put_object(Bucket=BUCKET, Key=f"{prefix}/{key}", Body=data)  # type: ignore[attr-defined]
+
+    return Store(f"s3://{BUCKET}/{prefix}", s3.env(), get, put)
+
+
 def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3: S3Server) -> None:
+    roundtrip(tmp_path, s3_store(s3, "q1"))
+
+
+def roundtrip(tmp_path: Path, store: Store) -> None:
     q = LocalQuorum(tmp_path / "q", 3, extra=EXTRA, dynamic=True)
     q.write_configs()
     q.format()
@@ -128,8 +155,8 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
             "--bootstrap-controller",
             ",".join(n.address for n in q.nodes.values()),
             "--to",
-            f"s3://{BUCKET}/q1",
-            env=s3.env(),
+            store.url,
+            env=store.env,
         )
         took = time.monotonic() - started
         assert r.returncode == 0, r.stderr
@@ -142,10 +169,7 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
         q.stop_all()
     assert app.error is None, app.error
     name = r.stdout.split()[1].rstrip(":")
-    s3c = s3.client()
-    manifest = Manifest.parse(
-        s3c.get_object(Bucket=BUCKET, Key=f"q1/{name}/{MANIFEST}")["Body"].read(), name
-    )  # type: ignore[attr-defined]
+    manifest = Manifest.parse(store.get(f"{name}/{MANIFEST}"), name)  # type: ignore[attr-defined]
     end = manifest.end_offset
     before = {i for i, off in app.acked.items() if off < end}
     after = {i for i, off in app.acked.items() if off >= end}
@@ -156,9 +180,9 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
     assert manifest.cluster_id == q.cluster_id and manifest.snapshot is not None
     assert len(before) >= 150 and len(after) >= 50  # taken while the client appended
 
-    r = cli("backup", "verify", f"s3://{BUCKET}/q1/{name}", env=s3.env())
+    r = cli("backup", "verify", f"{store.url}/{name}", env=store.env)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
-    r = cli("backup", "list", f"s3://{BUCKET}/q1", env=s3.env())
+    r = cli("backup", "list", store.url, env=store.env)
     assert r.returncode == 0 and r.stdout.split()[0] == name, r.stderr
 
     # restore into a new data dir; a one-node quorum starts on it
@@ -167,12 +191,12 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
     r = cli(
         "backup",
         "restore",
-        f"s3://{BUCKET}/q1/{name}",
+        f"{store.url}/{name}",
         "--config",
         str(q2.nodes[1].config_path),
         "--cluster-id",
         q.cluster_id,
-        env=s3.env(),
+        env=store.env,
     )
     assert r.returncode == 0, r.stderr
     q2.start(1)
@@ -211,7 +235,7 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
     got = tmp_path / "got"
     got.mkdir()
     for f in manifest.files:
-        s3c.download_file(BUCKET, f"q1/{name}/{f.name}", str(got / f.name))  # type: ignore[attr-defined]
+        (got / f.name).write_bytes(store.get(f"{name}/{f.name}"))
     part = q2.nodes[1].directory / "__cluster_metadata-0"
     files = (
         [got / f.name for f in manifest.files]
@@ -226,13 +250,13 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
         ("snapshot", manifest.snapshot.name),
         ("segment", manifest.segments[-1].name),
     ):  # type: ignore[union-attr]
-        key = f"q1/{name}/{file}"
-        good = s3c.get_object(Bucket=BUCKET, Key=key)["Body"].read()  # type: ignore[attr-defined]
+        key = f"{name}/{file}"
+        good = store.get(key)
         bad = bytearray(good)
         bad[len(bad) // 2] ^= 0x10
-        s3c.put_object(Bucket=BUCKET, Key=key, Body=bytes(bad))  # type: ignore[attr-defined]
+        store.put(key, bytes(bad))
         try:
-            r = cli("backup", "verify", f"s3://{BUCKET}/q1/{name}", env=s3.env())
+            r = cli("backup", "verify", f"{store.url}/{name}", env=store.env)
             assert (
                 r.returncode == 1 and "damaged" in r.stderr and len(r.stderr.splitlines()) == 1
             ), (kind, r.stderr)
@@ -240,19 +264,19 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
             r = cli(
                 "backup",
                 "restore",
-                f"s3://{BUCKET}/q1/{name}",
+                f"{store.url}/{name}",
                 "--data-dir",
                 str(target),
                 "--node-id",
                 "1",
                 "--endpoint",
                 "CONTROLLER://127.0.0.1:19093",
-                env=s3.env(),
+                env=store.env,
             )
             assert r.returncode == 1 and "damaged" in r.stderr, (kind, r.stderr)
             assert not target.exists()
         finally:
-            s3c.put_object(Bucket=BUCKET, Key=key, Body=good)  # type: ignore[attr-defined]
+            store.put(key, good)
 
 
 def test_bad_destinations_get_one_line(tmp_path: Path, s3: S3Server) -> None:
