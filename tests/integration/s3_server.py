@@ -120,6 +120,7 @@ class S3Server:
                 "-ip.bind=127.0.0.1",
                 f"-master.port={master}",
                 f"-volume.port={volume}",
+                "-filer",
                 f"-filer.port={filer}",
                 "-s3",
                 f"-s3.port={self.port}",
@@ -156,7 +157,7 @@ class S3Server:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(15)
+                self.process.wait(5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
