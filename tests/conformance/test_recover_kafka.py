@@ -80,3 +80,36 @@ def test_kafka_controller_leads_a_recovered_survivor(kafka_classpath: str, tmp_p
         assert batches[1].partition_leader_epoch == state.leader_epoch
     finally:
         log.close()
+
+
+def test_kafka_controller_leads_a_restored_directory(kafka_classpath: str, tmp_path: Path) -> None:
+    """`backup restore` into a Kafka controller's metadata.log.dir (a backup without snapshot
+    whose log holds only control records, which Kafka's QuorumController can replay): Kafka
+    elects the restored node alone, keeps the backup's batch and our voters batch byte for
+    byte, and appends after them."""
+    from metaquorum.backup.destinations import LocalDestination
+    from metaquorum.backup.reform import ListenerAddress
+    from metaquorum.backup.restore import restore_backup
+
+    from tests.unit.backup.helpers import make_backup
+
+    m = make_backup(tmp_path / "b", snapshot_at=None, records=1)  # one Voters control batch
+    cfg = _write_config(tmp_path)
+    port = int(cfg.read_text().split("CONTROLLER://127.0.0.1:")[1].split()[0])
+    r = restore_backup(
+        LocalDestination(tmp_path / "b" / "dest", "dest"),
+        "b1",
+        tmp_path / "meta",
+        node_id=1,
+        endpoints=[ListenerAddress("CONTROLLER", "127.0.0.1", port)],
+    )
+    partition = tmp_path / "meta" / "__cluster_metadata-0"
+    segment = partition / "00000000000000000000.log"
+    written = segment.read_bytes()
+    assert written.startswith((tmp_path / "b" / "dest" / "b1" / m.segments[0].name).read_bytes())
+
+    _run_controller(kafka_classpath, tmp_path, cfg, len(written) + 500)
+
+    assert segment.read_bytes()[: len(written)] == written
+    state = read_quorum_state(partition)
+    assert state is not None and state.leader_id == 1 and state.leader_epoch > r.reform.epoch
