@@ -321,7 +321,9 @@ def test_bad_destinations_get_one_line(tmp_path: Path, s3: S3Server) -> None:
 
 
 def test_storage_recover_a_survivor_of_a_lost_majority(tmp_path: Path) -> None:
-    q = LocalQuorum(tmp_path / "q", 3, extra=EXTRA, dynamic=True)
+    """A static quorum (controller.quorum.voters, kraft.version 0: no VotersRecord names the
+    survivor's endpoint): recover asks for --endpoint, then re-forms it as a dynamic quorum."""
+    q = LocalQuorum(tmp_path / "q", 3, extra=EXTRA)
     q.write_configs()
     q.format()
     q.start_all()
@@ -349,6 +351,9 @@ def test_storage_recover_a_survivor_of_a_lost_majority(tmp_path: Path) -> None:
         q.stop_all()
     data = q.nodes[survivor].directory
     r = cli("storage", "recover", "--data-dir", str(data))
+    assert r.returncode == 1 and "--endpoint" in r.stderr, r.stderr
+    endpoint = f"CONTROLLER://127.0.0.1:{q.nodes[survivor].port}"
+    r = cli("storage", "recover", "--data-dir", str(data), "--endpoint", endpoint)
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 1, r.stderr
     started = time.monotonic()
     q.start(survivor)
