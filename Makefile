@@ -105,9 +105,11 @@ sim-digest: setup
 conformance: kafka-jars
 	$(call run_tier,conformance,conformance,)
 
-# libfiu (apt) for the storage-fault tests: real EIO from fsync in a running node.
+# libfiu (apt) for the storage-fault tests: real EIO from fsync in a running node; SeaweedFS's
+# `weed` (the backup tests' S3 server, built once from the Go module proxy and cached).
 integration: setup
 	@scripts/libfiu.sh >/dev/null
+	@scripts/build-seaweedfs.sh >/dev/null
 	$(call run_tier,integration,integration,)
 
 e2e: setup

@@ -28,6 +28,7 @@ steps() {
             echo "[prebuild] $* FAILED after $((SECONDS - s)) s (e2e/run.sh will try again)"
         fi
     }
+    step scripts/build-seaweedfs.sh  # the integration tier's S3 server (docs/backup.md)
     step e2e/tools/build-k8s.sh
     if e2e/tools/container-host.sh check >/dev/null; then
         step e2e/tools/container-host.sh install

@@ -130,6 +130,10 @@ class AdminClient:
         except ProtocolError as e:
             raise AdminError(f"{ep}: bad response: {e}") from None
 
+    async def request(self, ep: Endpoint, api_key: int, version: int, message: Any) -> Any:
+        """One request to `ep` (RetriableAdminError on a lost connection or timeout)."""
+        return await self._request(ep, api_key, version, message)
+
     async def _retrying(self, fn: Any) -> Any:
         retrying = AsyncRetrying(
             stop=stop_after_delay(self.timeout_s),

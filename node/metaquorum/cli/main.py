@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.log_cmd",
     "metaquorum.cli.perf_test_cmd",
     "metaquorum.cli.snapshot_cmd",
+    "metaquorum.cli.backup_cmd",
 )
 
 

@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from metaquorum.backup.manifest import BackupError
+from metaquorum.backup.recover import recover_data_dir
+from metaquorum.backup.reform import ListenerAddress
 from metaquorum.net.endpoint import ConfigError
 from metaquorum.net.tls_settings import server_tls_settings
 from metaquorum.protocol.errors import ProtocolError
@@ -50,6 +53,19 @@ def register(subparsers: Any) -> None:
     )
     mode.add_argument("--no-initial-controllers", "-N", action="store_true")
     p.set_defaults(func=_format)
+
+    p = sub.add_parser(
+        "recover", help="re-form a quorum that lost its majority around this survivor (unsafe)"
+    )
+    p.add_argument("--data-dir", type=Path, required=True, help="the survivor's metadata.log.dir")
+    p.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME://HOST:PORT",
+        help="its controller endpoint, if its latest voter set does not name it",
+    )
+    p.set_defaults(func=_recover)
 
     p = sub.add_parser("info", help="print each log dir's meta.properties")
     p.add_argument("--config", "-c", type=Path, required=True)
@@ -109,6 +125,23 @@ def _format(args: argparse.Namespace) -> int:
         print(f"Formatting {kind} directory {d} (directory.id {result.directory_ids[d]}).")
     if result.checkpoint is not None:
         print(f"Wrote the initial voters to {result.checkpoint}.")
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    try:
+        endpoints = [ListenerAddress.parse(e) for e in args.endpoint]
+        r = recover_data_dir(args.data_dir, endpoints=endpoints)
+    except (BackupError, ValueError) as e:
+        print(f"metaquorum storage recover: {e}", file=sys.stderr)
+        return 1
+    f = r.reform
+    cut = f"; cut a torn tail of {r.cut_bytes} bytes" if r.cut_bytes else ""
+    print(
+        f"recovered {args.data_dir}: kept offsets [{f.start_offset}, {f.end_offset}){cut}; "
+        f"node {r.node_id} is the only voter from offset {f.voters_offset}, epoch {f.epoch}; "
+        "start it, then add the other controllers back one at a time"
+    )
     return 0
 
 

@@ -37,6 +37,10 @@ class EpochEntry:
 
 
 def parse_checkpoint(text: str, source: str = LEADER_EPOCH_CHECKPOINT) -> list[EpochEntry]:
+    if text == "":
+        # Kafka creates the file empty before its first write (CheckpointFile) and reads an
+        # empty file as no entries (CheckpointReadBuffer.read: first line null -> empty list).
+        return []
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
