@@ -16,8 +16,8 @@ from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
 from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 
-# Any Kafka request or response data class. A named alias, not a bare `object`, because the
-# compiled core (mypyc, issue 28) resolves a dataclass field's annotation by name in this module.
+# Any Kafka request or response data class. A named alias, not a bare `object`: mypyc (which can
+# compile this core; docs/performance.md) resolves a dataclass field's annotation by name.
 Message: TypeAlias = object
 
 

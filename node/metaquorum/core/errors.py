@@ -1,8 +1,9 @@
 """The core's own exceptions: each one a bug or a refused instruction, never a protocol error.
 
-Role: a leaf module, kept in pure Python when the core is compiled (issue 28): mypyc cannot yet
-compile a class that inherits from a built-in exception other than `Exception`, and these stay
-`RuntimeError`s so a driver's handler for unexpected failures sees them as such.
+Role: a leaf module that stays pure Python if the core is compiled with mypyc (issue 28's trial,
+docs/performance.md): mypyc cannot compile a class that inherits from a built-in exception other
+than `Exception`, and these stay `RuntimeError`s so a driver's handler for unexpected failures
+sees them as such.
 
 Invariant: raised only for states Kafka's own code refuses (`QuorumState`'s illegal
 transitions; a leader asking a follower to truncate below its high watermark).

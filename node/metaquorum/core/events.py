@@ -14,8 +14,8 @@ from typing import TypeAlias
 
 from metaquorum.core.log import LogEntry
 
-# Any Kafka request or response data class. A named alias, not a bare `object`, because the
-# compiled core (mypyc, issue 28) resolves a dataclass field's annotation by name in this module.
+# Any Kafka request or response data class. A named alias, not a bare `object`: mypyc (which can
+# compile this core; docs/performance.md) resolves a dataclass field's annotation by name.
 Message: TypeAlias = object
 
 

@@ -16,8 +16,8 @@ T = TypeVar("T")
 
 
 class ParkedFetch(Generic[T]):
-    """One parked Fetch (immutable by convention). A plain class, not a dataclass: mypyc cannot
-    compile a generic dataclass (issue 28's compiled core)."""
+    """One parked Fetch (immutable by convention). A plain class, not a dataclass, so the core
+    stays compilable by mypyc, which cannot compile a generic dataclass (docs/performance.md)."""
 
     __slots__ = (
         "correlation_id",
