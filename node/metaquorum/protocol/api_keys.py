@@ -69,16 +69,25 @@ API_VERSIONS: dict[ApiKeys, ApiVersionRange] = {
 }
 
 
+# Looked up on every request and response: a dict, not `ApiKeys(code)` (an enum call is ~15x
+# slower, and showed as ~5% of a leader's time at one client; docs/performance.md round 3).
+_KEY_BY_CODE: dict[int, ApiKeys] = {int(k): k for k in ApiKeys}
+_RANGE_BY_CODE: dict[int, ApiVersionRange] = {int(k): r for k, r in API_VERSIONS.items()}
+
+
 def api_key_of(code: int) -> ApiKeys:
     """The ApiKeys member for a wire api key; ProtocolError if we do not speak it."""
-    try:
-        return ApiKeys(code)
-    except ValueError:
-        raise ProtocolError(f"unknown or unsupported api key {code}") from None
+    key = _KEY_BY_CODE.get(code)
+    if key is None:
+        raise ProtocolError(f"unknown or unsupported api key {code}")
+    return key
 
 
 def version_range(api_key: int) -> ApiVersionRange:
-    return API_VERSIONS[api_key_of(api_key)]
+    rng = _RANGE_BY_CODE.get(api_key)
+    if rng is None:
+        raise ProtocolError(f"unknown or unsupported api key {api_key}")
+    return rng
 
 
 def check_version(api_key: int, api_version: int) -> ApiVersionRange:

@@ -156,7 +156,7 @@ class StructEmitter:
 
     # ----- class ------------------------------------------------------------------------------
     def dataclass_lines(self, name: str, fields: tuple[Field, ...]) -> list[str]:
-        lines = ["@dataclass(frozen=True, slots=True)", f"class {name}:"]
+        lines = ["@_codec.struct", f"class {name}:"]
         for fld in fields:
             lines.append(f"    {fld.py_name}: {self.py_type(fld)} = {self.dataclass_default(fld)}")
         lines.append(

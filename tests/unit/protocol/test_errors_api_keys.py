@@ -71,3 +71,25 @@ def test_api_versions_table_matches_schemas() -> None:
         rng = API_VERSIONS[ApiKeys(msg.api_key)]
         assert (rng.lowest, rng.highest) == (msg.lowest, msg.highest), msg.name
         assert rng.first_flexible == msg.flexible_range().lowest, msg.name
+
+
+def test_api_key_lookup_by_code_agrees_with_the_enum_and_refuses_unknown_codes() -> None:
+    """`api_key_of` / `version_range` use a dict by wire code (the hot path): same answers as
+    `ApiKeys(code)` and `API_VERSIONS`, and a ProtocolError for any code we do not speak."""
+    from metaquorum.protocol.api_keys import API_VERSIONS, ApiKeys, api_key_of, version_range
+    from metaquorum.protocol.errors import ProtocolError
+
+    for code in range(-1, 100):
+        try:
+            expected = ApiKeys(code)
+        except ValueError:
+            for fn in (api_key_of, version_range):
+                try:
+                    fn(code)
+                except ProtocolError as exc:
+                    assert str(code) in str(exc)
+                else:
+                    raise AssertionError(f"{fn.__name__}({code}) did not refuse")
+            continue
+        assert api_key_of(code) is expected
+        assert version_range(code) is API_VERSIONS[expected]
