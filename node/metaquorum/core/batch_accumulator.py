@@ -8,10 +8,10 @@ limit unless a single append is larger (it then travels alone); nothing is drain
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from metaquorum.core.value import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PendingAppend:
     append_id: int
     values: tuple[bytes, ...]

@@ -7,7 +7,9 @@ it only compares absolute deadlines in milliseconds with the `now_ms` it is hand
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
+
+from metaquorum.core.value import value
 
 # Kafka constants (KafkaRaftClient): a follower's Fetch long-poll and size limits.
 MAX_FETCH_WAIT_MS = 500
@@ -30,7 +32,7 @@ ADAPTIVE_LINGER = "metaquorum.append.linger.adaptive"
 AUTO_JOIN = "controller.quorum.auto.join.enable"  # Kafka 4.2+, default false (auto_join.py)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class QuorumConfig:
     """The timing configs of `controller.quorum.*`, defaults as in Kafka 4.3."""
 

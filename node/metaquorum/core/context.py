@@ -15,8 +15,9 @@ leaf modules, so no handler imports `RaftNode` and `core/` has no import cycle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from metaquorum.core.value import value
 
 if TYPE_CHECKING:
     from metaquorum.core.config import QuorumConfig
@@ -110,7 +111,7 @@ def random_election_timeout_ms(ctx: RaftContext) -> int:
     return t + ctx.rng.randrange(t) if t > 0 else 0
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PollAgain:
     """A poll changed the state: poll the new state at once; the step's next deadline is at
     most `at_most_ms` (a bound the first poll had already set)."""

@@ -9,11 +9,11 @@ nothing the core sends ever acknowledges an offset that has not come back as `Fl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypeAlias
 
 from metaquorum.core.log import LogEntry, Snapshot
 from metaquorum.core.states import ElectionState
+from metaquorum.core.value import value
 from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 
 # Any Kafka request or response data class. A named alias, not a bare `object`: mypyc (which can
@@ -21,7 +21,7 @@ from metaquorum.core.voter_set import ListenerEndpoint, VoterSet
 Message: TypeAlias = object
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SendRequest:
     """A request to `destination`; `endpoint` names where to reach a replica that is not a
     voter (KIP-853: the voter being added), so the driver never needs a static list."""
@@ -32,7 +32,7 @@ class SendRequest:
     endpoint: ListenerEndpoint | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SendResponse:
     destination: int
     correlation_id: int
@@ -40,54 +40,54 @@ class SendResponse:
     entries: tuple[LogEntry, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PersistElectionState:
     election: ElectionState
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AppendEntries:
     entries: tuple[LogEntry, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TruncateLog:
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FlushLog:
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class WriteSnapshot:
     """Persist `snapshot` (durably, before later effects), then drop the log below its end."""
 
     snapshot: Snapshot
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class InstallSnapshot:
     """A follower fetched `snapshot`: persist it durably and restart the log at its end."""
 
     snapshot: Snapshot
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HighWatermarkAdvanced:
     """CommitAdvanced: everything below `high_watermark` is committed."""
 
     high_watermark: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LeaderChanged:
     leader_id: int
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class VotersChanged:
     """The voter set as of the log's end changed (KIP-853: a VotersRecord appended, truncated
     away or loaded from a snapshot): the driver re-points its peer connections and reports
@@ -97,7 +97,7 @@ class VotersChanged:
     voters: VoterSet
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class KRaftVersionUpgrade:
     """The outcome of `UpgradeKRaftVersion`: `error` is None when accepted (the records are
     appended; they take effect at once, like any control record) or a no-op."""
@@ -106,13 +106,13 @@ class KRaftVersionUpgrade:
     error: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AppendCommitted:
     append_id: int
     last_offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AppendFailed:
     append_id: int
     reason: str
@@ -136,7 +136,7 @@ Effect = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Step:
     effects: list[Effect]
     next_deadline_ms: int

@@ -9,29 +9,29 @@ responses can be told apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypeAlias
 
 from metaquorum.core.log import LogEntry
+from metaquorum.core.value import value
 
 # Any Kafka request or response data class. A named alias, not a bare `object`: mypyc (which can
 # compile this core; docs/performance.md) resolves a dataclass field's annotation by name.
 Message: TypeAlias = object
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Poll:
     """A deadline returned by the previous step has passed (or the driver just wants a poll)."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RequestReceived:
     source: int
     correlation_id: int
     message: Message
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResponseReceived:
     source: int
     correlation_id: int
@@ -39,7 +39,7 @@ class ResponseReceived:
     entries: tuple[LogEntry, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RequestFailed:
     """The connection to `destination` failed before a response came (not a timeout)."""
 
@@ -47,14 +47,14 @@ class RequestFailed:
     correlation_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Flushed:
     """Storage made everything below `offset` durable."""
 
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ClientAppend:
     """Append `values` as one unit; completes with `AppendCommitted` or `AppendFailed`."""
 
@@ -62,7 +62,7 @@ class ClientAppend:
     values: tuple[bytes, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CreateSnapshot:
     """The state machine snapshotted everything below `end_offset` (<= the HW) as `payload`."""
 
@@ -70,12 +70,12 @@ class CreateSnapshot:
     payload: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Resign:
     """A leader resigns now and tells the voters (EndQuorumEpoch); Kafka's `resign(epoch)`."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Shutdown:
     """Kafka's `KafkaRaftClient.shutdown`: begin a graceful shutdown. A leader resigns and
     stays Resigned (still granting pre-votes and votes of a newer epoch) until another leader
@@ -83,7 +83,7 @@ class Shutdown:
     node may exit; the runtime bounds the wait."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UpgradeKRaftVersion:
     """Kafka's `upgradeKRaftVersion(epoch, version, validateOnly)`: a leader of this epoch
     upgrades kraft.version (0 -> 1, KIP-853); the outcome comes back as `KRaftVersionUpgrade`."""

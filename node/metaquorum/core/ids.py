@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NewType
 
+from metaquorum.core.value import value
+
 NodeId = NewType("NodeId", int)
 Epoch = NewType("Epoch", int)
 Offset = NewType("Offset", int)
@@ -30,7 +32,7 @@ class OffsetAndEpoch:
         return f"(offset={self.offset}, epoch={self.epoch})"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ReplicaKey:
     """A replica's id and, from KIP-853 on, its directory id (None when unknown)."""
 

@@ -16,15 +16,15 @@ offset, so it never acts as leader on a stale state.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from metaquorum.core.effects import Effect, HighWatermarkAdvanced, InstallSnapshot, LeaderChanged
 from metaquorum.core.log import EntryKind, LogEntry, RaftLog, Snapshot
 from metaquorum.core.states import LeaderState, ResignedState
+from metaquorum.core.value import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Batch:
     """Kafka's `Batch`: consecutive committed records of one epoch."""
 
@@ -38,7 +38,7 @@ class Batch:
         return self.base_offset + len(self.records) - 1
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LeaderAndEpoch:
     """Kafka's `LeaderAndEpoch`: `leader_id` None when unknown."""
 

@@ -11,9 +11,10 @@ the controller listener is the first local endpoint's (Kafka's `channel.listener
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.value import value
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
 from metaquorum.protocol.types import RaftTopic
 
@@ -21,7 +22,7 @@ from metaquorum.protocol.types import RaftTopic
 BootstrapNode = tuple[int, ListenerEndpoint | None]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LocalReplica:
     id: int
     cluster_id: str

@@ -16,11 +16,11 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
 from metaquorum.core.ids import OffsetAndEpoch
+from metaquorum.core.value import value
 from metaquorum.protocol.control_types import MESSAGE_OF, ControlMessage
 from metaquorum.protocol.messages import LeaderChangeMessage
 
@@ -43,7 +43,7 @@ CONTROL_KIND: dict[type[object], EntryKind] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LogEntry:
     """One record of the replicated log, as the core sees it (no bytes format).
 
@@ -97,7 +97,7 @@ class ValidationKind(Enum):
     SNAPSHOT = 2
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ValidOffsetAndEpoch:
     """Kafka's `ValidOffsetAndEpoch`: whether a follower's (offset, epoch) matches our log."""
 
@@ -105,7 +105,7 @@ class ValidOffsetAndEpoch:
     offset_and_epoch: OffsetAndEpoch
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Snapshot:
     """A snapshot (KIP-630): everything below `snapshot_id.offset`, as opaque bytes.
 

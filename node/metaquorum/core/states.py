@@ -12,11 +12,12 @@ state" is a comparison.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 
 from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
 from metaquorum.core.leader_data import LeaderData
+from metaquorum.core.value import value
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.core.voter_set import ListenerEndpoint
 
@@ -30,7 +31,7 @@ class Role(Enum):
     RESIGNED = "Resigned"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ElectionState:
     """Kafka's `ElectionState`: the durable part (`quorum-state`)."""
 
@@ -56,7 +57,7 @@ def _unattached_or_prospective_can_grant(
     return log_up_to_date
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UnattachedState:
     epoch: int
     election_deadline_ms: int
@@ -75,7 +76,7 @@ class UnattachedState:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ProspectiveState:
     """KIP-996: collecting non-binding pre-votes at the current epoch."""
 
@@ -98,7 +99,7 @@ class ProspectiveState:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CandidateState:
     """A real election at a bumped epoch; the replica voted for itself."""
 
@@ -117,7 +118,7 @@ class CandidateState:
         return pre_vote and log_up_to_date
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LeaderState:
     """Leading `epoch`; the term's mutable data lives in `data` (`LeaderData`)."""
 
@@ -140,7 +141,7 @@ class LeaderState:
         return False  # Kafka 4.3 `LeaderState.canGrantVote`: never, not even a pre-vote
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FollowerState:
     epoch: int
     leader_id: int
@@ -172,7 +173,7 @@ class FollowerState:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResignedState:
     """A leader that stepped down; it sends EndQuorumEpoch until acknowledged."""
 

@@ -8,14 +8,14 @@ be reached. Immutable: `record` returns a new tally.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from metaquorum.core.value import value
 
 
 def majority_size(n_voters: int) -> int:
     return n_voters // 2 + 1
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class VoteTally:
     voters: frozenset[int]
     granted: frozenset[int]

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from metaquorum.core.ids import ReplicaKey
+from metaquorum.core.value import value
 from metaquorum.core.vote_tally import majority_size
 from metaquorum.protocol.messages.control import VotersRecord
 from metaquorum.protocol.types import Uuid
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ListenerEndpoint:
     """One named listener of a voter (Kafka's `Endpoints` entry)."""
 
@@ -34,7 +35,7 @@ class ListenerEndpoint:
     port: int
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class VoterNode:
     """Kafka's `VoterSet.VoterNode`: key, endpoints, supported kraft.version range."""
 
@@ -47,7 +48,7 @@ class VoterNode:
         return next((e for e in self.endpoints if e.name == listener), None)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class VoterSet:
     voter_ids: frozenset[int]
     nodes: tuple[VoterNode, ...] = field(default=(), compare=True)
