@@ -29,6 +29,7 @@ help:
 	@echo "make sim-digest  the traces of seeds 0-199 of every mix unchanged? (not in make test)"
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
+	@echo "make e2e-nemesis-k8s the Kubernetes nemesis, E2E_K8S_NEMESIS_SCHEDULES (50) schedules (not in make test)"
 	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
 	@echo "make soak        hours of a TLS quorum under fixed load, sampled; fails on a trend (SOAK_SECONDS=3600)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
@@ -125,6 +126,16 @@ SOAK_OUT ?= $${TMPDIR:-/tmp}/metaquorum-soak-$$(date +%Y%m%d-%H%M%S)
 .PHONY: soak
 soak: setup
 	$(BIN)/python -m tests.soak.run --seconds $(SOAK_SECONDS) --rate $(SOAK_RATE) --out $(SOAK_OUT)
+
+# The Kubernetes nemesis for longer (issue 33, docs/k8s-nemesis.md; not in make test, whose e2e
+# tier runs 10 schedules): E2E_K8S_NEMESIS_SCHEDULES seeded schedules of pod partitions, frozen
+# containers, kill -9 and API server outages (30-90 s) on the real-kubelet target, checked by
+# porcupine, the ledger and the operator's invariants. E2E_K8S_NEMESIS_SEED=S re-runs a seed.
+E2E_K8S_NEMESIS_SCHEDULES ?= 50
+.PHONY: e2e-nemesis-k8s
+e2e-nemesis-k8s: setup
+	E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) E2E_K8S_NEMESIS_LONG=1 \
+		e2e/run.sh e2e/test_k8s_nemesis.py -s
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
 # on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).
