@@ -134,7 +134,7 @@ soak: setup
 E2E_K8S_NEMESIS_SCHEDULES ?= 50
 .PHONY: e2e-nemesis-k8s
 e2e-nemesis-k8s: setup
-	E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) E2E_K8S_NEMESIS_LONG=1 \
+	E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) E2E_K8S_NEMESIS_FAULTS=2 E2E_K8S_NEMESIS_LONG=1 \
 		e2e/run.sh e2e/test_k8s_nemesis.py -s
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers

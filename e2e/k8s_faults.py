@@ -9,9 +9,10 @@ heals them:
 - freeze / thaw: `ctr tasks pause / resume` of the node container's task (containerd freezes
   its cgroup: the cgroup freezer);
 - kill: SIGKILL to the container's process (`Cluster.kill_container`);
-- apiserver stop / start: kube-apiserver SIGTERMed by its pid file, and started again later with
-  the same command line, log and pid file (the control plane's state dir; controlplane.stop_dir
-  stops the new one at the end).
+- agents stopped / started: kube-apiserver, the kubelet or containerd SIGTERMed by its pid
+  file, and started again later with the same command line, log and pid file (the cluster's
+  state dir; controlplane.stop_dir stops the new one at the end);
+- a power cut: every containerd task (containers and sandboxes) SIGKILLed at once.
 Only on the real-kubelet target (`Cluster.containerd`): the stand-in runs pods as host
 processes with no network namespace of their own.
 
@@ -22,6 +23,9 @@ behind.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -41,7 +45,7 @@ class PodFaults:
         self.state = cluster.pod_logs.parent  # the cluster's state dir (pid files, logs)
         self.cut: set[int] = set()  # pods whose namespace holds rules
         self.frozen: set[int] = set()
-        self.api_argv: list[str] | None = None
+        self.stopped: dict[str, list[str]] = {}  # agent -> its command line, while stopped
         self.log: list[dict[str, Any]] = []
 
     # --- pods --------------------------------------------------------------------------------
@@ -96,36 +100,61 @@ class PodFaults:
     def kill(self, o: int) -> int:
         return self.cluster.kill_container(self.ns, f"{self.sts}-{o}", "node")
 
-    # --- the control plane -------------------------------------------------------------------
-    def apiserver_stop(self) -> None:
-        pidfile = self.state / f"{APISERVER}.pid"
+    # --- the node agents and the control plane ----------------------------------------------
+    def _files(self, agent: str) -> tuple[Path, Path]:
+        base = self.state / "containerd" if agent == "containerd" else self.state
+        return base / f"{agent}.pid", base / f"{agent}.log"
+
+    def agent_stop(self, agent: str) -> None:
+        """SIGTERM an agent (kube-apiserver, kubelet, containerd) by its pid file, keeping its
+        command line to start it again (containerd's shims, in process groups of their own,
+        and so the containers, keep running)."""
+        pidfile, _ = self._files(agent)
         pid = int(pidfile.read_text())
-        self.api_argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+        self.stopped[agent] = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
         stop_pid(pid)
 
-    def apiserver_start(self) -> None:
-        if self.api_argv is None:
+    def agent_start(self, agent: str) -> None:
+        argv = self.stopped.pop(agent, None)
+        if argv is None:
             return
-        with (self.state / f"{APISERVER}.log").open("ab") as log:
+        pidfile, logfile = self._files(agent)
+        with logfile.open("ab") as log:
             proc = subprocess.Popen(
-                self.api_argv,
+                argv,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        (self.state / f"{APISERVER}.pid").write_text(str(proc.pid))
-        self.api_argv = None
-        wait_for(self.cluster.core.list_namespace, 120, "kube-apiserver back")
+        pidfile.write_text(str(proc.pid))
+        if agent == APISERVER:
+            wait_for(self.cluster.core.list_namespace, 120, "kube-apiserver back")
+        elif agent == "containerd":
+            wait_for(
+                lambda: self.cluster.containerd.ctr("version", check=False).returncode == 0,
+                60,
+                "containerd back",
+            )
+
+    def kill_every_task(self) -> int:
+        """SIGKILL every container of the node (sandboxes too), as a power cut does."""
+        rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
+        pids = [int(r.split()[1]) for r in rows if len(r.split()) > 1 and r.split()[1].isdigit()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return len(pids)
 
     # --- bookkeeping -------------------------------------------------------------------------
     def record(self, what: str, start_ns: int) -> None:
         self.log.append({"start": start_ns, "end": time.time_ns(), "what": what})
 
     def heal_all(self) -> None:
-        """Whatever is still applied (a failed step): the API server first (the others may
-        need it to find their pods)."""
-        self.apiserver_start()
+        """Whatever is still applied (a failed step): the agents first (the others need
+        them to find their pods), the API server first of all."""
+        for agent in (APISERVER, "containerd", "kubelet"):
+            self.agent_start(agent)
         for o in sorted(self.frozen):
             self.thaw(o)
         self.heal_net()

@@ -13,7 +13,14 @@ every kind at least once. Kinds (applied by k8s_faults.py on the real-kubelet ta
 - `kill`: kill -9 of the target's container (the kubelet restarts it in place);
 - `apiserver`: kube-apiserver stopped for `hold` seconds while the target's container is
   killed (the kubelet restarts it without the API; the operator sees nothing, must not act on
-  stale data and resumes cleanly when the API is back).
+  stale data and resumes cleanly when the API is back);
+- `agents`: the kubelet and containerd stopped for `hold` seconds and started again under the
+  running pods (containerd's shims keep the containers running);
+- `reboot`: a power cut of the node: the kubelet stopped, every container and sandbox killed
+  at once, containerd stopped; `hold` seconds later containerd and the kubelet start again
+  and recreate every pod's sandbox (new pod IPs);
+- `pvc-lost`: the target's PVC and pod deleted while another voter is frozen for `hold`
+  seconds (no majority meanwhile); the operator replaces the voter (a new directory id).
 Targets are named by role (`leader`, or the `pick`-th follower in id order), resolved against
 the live quorum when the fault starts, so a seed means the same schedule on every run.
 
@@ -26,7 +33,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-KINDS = ("isolate", "freeze", "one-way", "kill", "bridge", "apiserver")
+KINDS = (
+    "isolate", "freeze", "one-way", "kill", "bridge", "apiserver", "agents", "reboot", "pvc-lost",
+)  # fmt: skip
+SLOW = frozenset({"apiserver", "reboot", "pvc-lost"})  # at most one of these a schedule
 NETWORK = frozenset({"isolate", "bridge", "one-way"})
 
 
@@ -55,13 +65,13 @@ def draw(rng: random.Random, kind: str, apiserver_s: tuple[float, float]) -> Fau
 def schedule(
     seed: int, faults: int = 2, apiserver_s: tuple[float, float] = (30.0, 40.0)
 ) -> list[Fault]:
-    """`faults` faults; the first of kind KINDS[seed % len(KINDS)], the others drawn (the
-    API server at most once a schedule: it is the long one)."""
+    """`faults` faults; the first of kind KINDS[seed % len(KINDS)], the others drawn (at most
+    one of the slow kinds a schedule)."""
     rng = random.Random(seed)
     kinds = [KINDS[seed % len(KINDS)]]
     while len(kinds) < faults:
         k = rng.choice(KINDS)
-        if k == "apiserver" and "apiserver" in kinds:
+        if k in SLOW and SLOW & set(kinds):
             continue
         kinds.append(k)
     return [draw(rng, k, apiserver_s) for k in kinds]

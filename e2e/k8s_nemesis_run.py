@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import ROOT, Cluster, wait_for
-from k8s_faults import PodFaults
+from k8s_faults import APISERVER, PodFaults
 from k8s_nemesis import NETWORK, Fault
 from quorum_watch import Fault as Down
 from quorum_watch import Seen, Watcher
-from quorums import describe, settled, whole
+from quorums import describe, hosts, settled, whole
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -66,35 +66,11 @@ class K8sNemesis:
         before = wait_for(lambda: whole(self.watcher, 3), HEAL_S, "3 voters, all caught up")
         victim = self.target(f, before)
         others = sorted(k[0] for k in before.voters if k[0] != victim)
+        old_dir = next(k[1] for k in before.voters if k[0] == victim)
         t0, start_ns = time.monotonic(), time.time_ns()
-        fx = self.faults
-        if f.kind == "isolate":
-            for o in others:
-                fx.drop(victim, o)
-        elif f.kind == "bridge":
-            fx.drop(others[0], others[1])
-        elif f.kind == "one-way":
-            for o in others:
-                fx.drop(victim, o, both_ways=False)
-        elif f.kind == "freeze":
-            fx.freeze(victim)
-        elif f.kind == "kill":
-            fx.kill(victim)
-        elif f.kind == "apiserver":
-            pid = fx.pid(victim)  # resolved while the API answers
-            fx.apiserver_stop()
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(f.hold if f.kind != "kill" else 0.0)
-        if f.kind in NETWORK:
-            fx.heal_net()
-        elif f.kind == "freeze":
-            fx.thaw(victim)
-        elif f.kind == "apiserver":
-            fx.apiserver_start()
-        fx.record(f"{f} on quorum-{victim}", start_ns)
+        took = self._inject(f, victim, others)
+        self.faults.record(f"{f} on quorum-{victim}", start_ns)
         healed_wall, healed_t = time.time() * 1000, time.monotonic()
-        # the nemesis took down the victim (network: each side may see the other as down)
-        took = [victim] if f.kind != "bridge" else others
         for o in took:
             self.down.append(Down(o, t0, float("inf"), f.kind))
         s = wait_for(
@@ -107,23 +83,91 @@ class K8sNemesis:
             self.down[i] = Down(d.node, d.start, s.t, d.kind)
         self.heal_times.append(s.t - healed_t)
         self.injected[f.kind] = self.injected.get(f.kind, 0) + 1
-        if f.kind == "apiserver":  # the operator resumed: status and live quorum agree
-            wait_for(
-                lambda: settled(self.cluster, self.ns, [0, 1, 2]),
-                HEAL_S,
-                "the MetadataQuorum settled after the API server came back",
-            )
+        if f.kind in ("apiserver", "reboot", "pvc-lost"):
+            # the operator resumed (a lost disk: replaced the voter): status and quorum agree
+            def done() -> dict[str, Any] | None:
+                obj = settled(self.cluster, self.ns, [0, 1, 2])
+                if obj is None or f.kind != "pvc-lost":
+                    return obj
+                dirs = {v["id"]: v["directoryId"] for v in obj["status"]["voters"]}
+                return obj if dirs.get(victim) not in (None, old_dir) else None
+
+            wait_for(done, HEAL_S, f"{f}: the MetadataQuorum settled")
         time.sleep(CALM_S)
+
+    def _inject(self, f: Fault, victim: int, others: list[int]) -> list[int]:
+        """Apply `f`, hold it, heal it; returns the voters it took down (a partition: each
+        side may see the other as down)."""
+        fx = self.faults
+        if f.kind in NETWORK:
+            if f.kind == "bridge":
+                fx.drop(others[0], others[1])
+            for o in others if f.kind != "bridge" else ():
+                fx.drop(victim, o, both_ways=f.kind == "isolate")
+            time.sleep(f.hold)
+            fx.heal_net()
+            return others if f.kind == "bridge" else [victim]
+        if f.kind == "freeze":
+            fx.freeze(victim)
+            time.sleep(f.hold)
+            fx.thaw(victim)
+        elif f.kind == "kill":
+            fx.kill(victim)
+        elif f.kind == "apiserver":
+            pid = fx.pid(victim)  # resolved while the API answers
+            fx.agent_stop(APISERVER)
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(f.hold)
+            fx.agent_start(APISERVER)
+        elif f.kind == "agents":  # kubelet + containerd restarted under running pods
+            fx.agent_stop("kubelet")
+            fx.agent_stop("containerd")
+            time.sleep(f.hold)
+            fx.agent_start("containerd")
+            fx.agent_start("kubelet")
+        elif f.kind == "reboot":  # every pod killed at once, then the node agents restarted
+            fx.agent_stop("kubelet")
+            fx.kill_every_task()
+            fx.agent_stop("containerd")
+            time.sleep(f.hold)
+            fx.agent_start("containerd")
+            fx.agent_start("kubelet")
+            return [0, 1, 2]
+        elif f.kind == "pvc-lost":  # the target's PVC lost while another voter is frozen
+            frozen = others[0]
+            fx.freeze(frozen)
+            self.cluster.kubectl(
+                "delete", "pvc", f"data-quorum-{victim}", "-n", self.ns, "--wait=false"
+            )
+            self.cluster.kubectl("delete", "pod", f"quorum-{victim}", "-n", self.ns, "--wait=false")
+            time.sleep(f.hold)
+            fx.thaw(frozen)
+            return [victim, frozen]
+        return [victim]
 
 
 def estimate_s(plan: list[list[Fault]]) -> float:
-    return sum(f.hold + 12.0 + (25.0 if f.kind == "apiserver" else 0.0) for s in plan for f in s)
+    """How long the schedules take (the client's duration): hold, heal and calm, and the slow
+    kinds' recoveries as measured here."""
+    extra = {"apiserver": 25.0, "agents": 20.0, "reboot": 60.0, "pvc-lost": 60.0}
+    return sum(f.hold + 12.0 + extra.get(f.kind, 0.0) for s in plan for f in s)
 
 
-def start_client(ips: list[str], duration_s: float, seed: int, out: Path) -> subprocess.Popen[str]:
+def start_client(
+    cluster: Cluster, ns: str, duration_s: float, seed: int, out: Path
+) -> subprocess.Popen[str]:
+    """`mqnemesis run` on the pods' stable names, resolved by the cluster's CoreDNS (the client
+    runs in a mount namespace of its own whose /etc/resolv.conf names it), so it follows a pod
+    recreated under a new IP as the quorum's own members do."""
+    assert cluster.pod_logs is not None
+    resolv = cluster.pod_logs.parent / "resolv.conf"  # nameserver: the cluster's CoreDNS
+    endpoints = ",".join(f"{h}:{p}" for h, p in hosts(ns, 3))
     return subprocess.Popen(
         [
-            *(str(mqnemesis_binary()), "run", "-endpoints", ",".join(f"{ip}:9093" for ip in ips)),
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+            'mount --bind "$0" /etc/resolv.conf && exec "$@"',
+            str(resolv),
+            *(str(mqnemesis_binary()), "run", "-endpoints", endpoints),
             *("-clients", "4", "-duration", f"{duration_s:.0f}s", "-seed", str(seed)),
             *("-out", str(out / "history.jsonl")),
         ],

@@ -53,8 +53,7 @@ def test_k8s_nemesis_catches_a_node_that_acknowledges_before_a_majority(
     wait_for(lambda: settled(cluster, ns, [0, 1, 2]), 240, "3 voters of the broken build")
     watcher = Watcher(hosts(ns, 3)).start()
     nemesis = K8sNemesis(cluster, ns, watcher)
-    ips = [nemesis.faults.ip(o) for o in range(3)]
-    client = start_client(ips, 35, 7, tmp_path)
+    client = start_client(cluster, ns, 35, 7, tmp_path)
     try:
         time.sleep(5)
         before = wait_for(lambda: whole(watcher, 3), 60, "3 voters, all caught up")
