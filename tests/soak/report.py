@@ -4,7 +4,8 @@ Role: reads `config.json`, `samples.jsonl` and `events.jsonl` of a run directory
 incrementally by `tests.soak.run`, so a run that was killed still has its data), judges them
 (`trend.judge`), writes `report.md` and `rss.png`, `fds.png`, `threads.png`, `disk.png`,
 `latency.png`, `gc.png` beside them, and returns the verdicts. Re-run on any run directory:
-`.venv/bin/python -m tests.soak.report DIR` (exit 1 if a check failed).
+`.venv/bin/python -m tests.soak.report DIR` (exit 1 if a check failed); `--publish
+docs/soak-report` also copies the report, plots, config, events and gzipped samples there.
 
 Invariants: reads only the run directory; a truncated last line (the run killed mid-write)
 is skipped, not fatal.
@@ -13,7 +14,9 @@ is skipped, not fatal.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -178,9 +181,27 @@ def write_report(run: Path) -> list[Verdict]:
     return verdicts
 
 
+def publish(run: Path, dest: Path) -> list[Path]:
+    """Copy what a committed report needs into `dest`: report.md, the plots, config.json,
+    events.jsonl and the samples gzipped."""
+    dest.mkdir(parents=True, exist_ok=True)
+    names = ["report.md", "config.json", "events.jsonl", *(p.name for p in run.glob("*.png"))]
+    for name in names:
+        shutil.copy2(run / name, dest / name)
+    with (
+        (run / "samples.jsonl").open("rb") as src,
+        gzip.open(dest / "samples.jsonl.gz", "wb") as out,
+    ):
+        shutil.copyfileobj(src, out)
+    return [dest / n for n in [*names, "samples.jsonl.gz"]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="write the soak report of a run directory")
     parser.add_argument("run", type=Path)
+    parser.add_argument(
+        "--publish", type=Path, help="also copy the report, plots and data here (docs/soak-report)"
+    )
     args = parser.parse_args(argv)
     if not (args.run / "config.json").exists():
         print(f"{args.run} has no config.json: give the SOAK_OUT directory of a run")
@@ -188,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = write_report(args.run)
     print("\n".join(v.line() for v in verdicts))
     print(f"report: {args.run / 'report.md'}")
+    if args.publish is not None:
+        print(f"published {len(publish(args.run, args.publish))} files to {args.publish}")
     return 1 if failed(verdicts) else 0
 
 

@@ -78,3 +78,14 @@ def test_the_soak_harness_samples_every_node_and_reports(tmp_path: Path) -> None
     assert sum(line.startswith("ok ") and " disk " in line for line in verdict_lines) == 3
     for png in ("rss", "fds", "threads", "disk", "latency", "gc"):
         assert (out / f"{png}.png").stat().st_size > 5000
+    # what the lead commits: `python -m tests.soak.report DIR --publish docs/soak-report`
+    again = subprocess.run(
+        [sys.executable, "-m", "tests.soak.report", str(out), "--publish", str(tmp_path / "pub")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {p.name for p in (tmp_path / "pub").iterdir()} >= {
+        "report.md", "rss.png", "latency.png", "samples.jsonl.gz", "events.jsonl",
+    }  # fmt: skip
