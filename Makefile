@@ -135,7 +135,7 @@ E2E_K8S_NEMESIS_SCHEDULES ?= 50
 .PHONY: e2e-nemesis-k8s
 e2e-nemesis-k8s: setup
 	E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) E2E_K8S_NEMESIS_FAULTS=2 E2E_K8S_NEMESIS_LONG=1 \
-		e2e/run.sh e2e/test_k8s_nemesis.py -s
+		e2e/run.sh e2e/test_k8s_nemesis.py e2e/test_k8s_nemesis_broken.py e2e/k8s_broken_operator_check.py -s
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
 # on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).

@@ -10,31 +10,19 @@ target only; about 2 minutes.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from broken_image import broken_node_image
-from harness import HERE, Cluster, wait_for
+from broken_image import NODE_ACK_BEFORE_MAJORITY, NODE_BROKEN_REF, broken_image, image_archive
+from harness import Cluster, wait_for
 from k8s_nemesis import Fault
 from k8s_nemesis_run import K8sNemesis, porcupine, start_client
 from quorum_watch import Watcher
 from quorums import SAMPLE, hosts, settled, use_pod_names, whole
 
 pytestmark = pytest.mark.e2e
-
-
-def _node_archive() -> Path:
-    out = subprocess.run(
-        [str(HERE / "tools" / "build-images.sh"), "node"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    (line,) = [x for x in out.splitlines() if x.startswith("node\t")]
-    return Path(line.split("\t")[2])
 
 
 @pytest.mark.timeout(600)
@@ -45,7 +33,7 @@ def test_k8s_nemesis_catches_a_node_that_acknowledges_before_a_majority(
         pytest.skip("the Kubernetes nemesis needs the real-kubelet target (E2E_CLUSTER=local)")
     use_pod_names(cluster)
     ns = namespace
-    image = broken_node_image(cluster, _node_archive())
+    image = broken_image(cluster, image_archive("node"), NODE_BROKEN_REF, NODE_ACK_BEFORE_MAJORITY)
     body = yaml.safe_load(SAMPLE.read_text())
     body["metadata"]["namespace"] = ns
     body["spec"].update({"image": image, "imagePullPolicy": "Never"})
