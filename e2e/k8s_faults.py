@@ -141,6 +141,7 @@ class PodFaults:
         """SIGKILL every container of the node (sandboxes too), as a power cut does."""
         rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
         pids = [int(r.split()[1]) for r in rows if len(r.split()) > 1 and r.split()[1].isdigit()]
+        pids = [p for p in pids if p > 1]  # a stopped task shows pid 0: never kill(0, ...)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
