@@ -64,6 +64,8 @@ class PodFaults:
         cid = self.container_id(o)
         rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
         (pid,) = [int(r.split()[1]) for r in rows if r.split()[0] == cid]
+        if pid <= 1:
+            raise RuntimeError(f"{self.sts}-{o}'s node container has no running task")
         return pid
 
     def _iptables(self, o: int, *args: str) -> None:
