@@ -30,7 +30,7 @@ import pytest
 from harness import TIMINGS, Cluster
 from k8s_nemesis import KINDS, schedule
 from k8s_nemesis_run import K8sNemesis, estimate_s, ledger_violations, porcupine, start_client
-from quorum_watch import Watcher, check
+from quorum_watch import Watcher
 from quorums import hosts, quorum  # noqa: F401 - the quorum fixture
 
 pytestmark = pytest.mark.e2e
@@ -90,7 +90,7 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
     TIMINGS["k8s nemesis: longest heal after a fault (s)"] = max(nemesis.heal_times, default=0)
     assert verdict.get("result") == "Ok", verdict
     assert not violations, violations[:10]
-    assert check(seen, nemesis.down) == []
+    assert nemesis.violations(seen) == []
     assert sum(nemesis.injected.values()) == FAULTS * SCHEDULES
     if len(KINDS) <= SCHEDULES:
         assert set(nemesis.injected) == set(KINDS)
