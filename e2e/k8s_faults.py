@@ -121,15 +121,26 @@ class PodFaults:
         if argv is None:
             return
         pidfile, logfile = self._files(agent)
-        with logfile.open("ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        pidfile.write_text(str(proc.pid))
+        deadline = time.monotonic() + 90
+        while True:
+            with logfile.open("ab") as log:
+                proc = subprocess.Popen(
+                    argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            pidfile.write_text(str(proc.pid))
+            # the kubelet exits at once while containerd's CRI is still initialising ("server
+            # is not initialized"): start it again until it stays up
+            try:
+                proc.wait(5 if agent == "kubelet" else 0.5)
+            except subprocess.TimeoutExpired:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{agent} keeps exiting ({proc.returncode}): see {logfile}")
+            time.sleep(1)
         if agent == APISERVER:
             wait_for(self.cluster.core.list_namespace, 120, "kube-apiserver back")
         elif agent == "containerd":
