@@ -29,7 +29,9 @@ help:
 	@echo "make sim-digest  the traces of seeds 0-199 of every mix unchanged? (not in make test)"
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
+	@echo "make e2e-nemesis-k8s the Kubernetes nemesis, E2E_K8S_NEMESIS_SCHEDULES (50) schedules (not in make test)"
 	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
+	@echo "make soak        hours of a TLS quorum under fixed load, sampled; fails on a trend (SOAK_SECONDS=3600)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
@@ -122,6 +124,28 @@ E2E_NEMESIS_SEQUENCES ?= 100
 .PHONY: e2e-nemesis
 e2e-nemesis: setup
 	E2E_NEMESIS_SEQUENCES=$(E2E_NEMESIS_SEQUENCES) e2e/run.sh -k operator_nemesis_keeps -s
+
+# The soak (issue 33, docs/soak.md; not in make test): a 3-voter quorum on mutual TLS under
+# SOAK_RATE appends/s offered at a fixed rate for SOAK_SECONDS, a leader transfer every 3 min,
+# node 3 replaced (disk wiped, re-added) every 15 min, each node sampled every 10 s; writes
+# samples.jsonl, events.jsonl, report.md and plots to SOAK_OUT (a new directory) and fails on
+# a trend. Its harness is checked in the integration tier (tests/soak/test_soak_short.py).
+SOAK_SECONDS ?= 3600
+SOAK_RATE ?= 100
+SOAK_OUT ?= $${TMPDIR:-/tmp}/metaquorum-soak-$$(date +%Y%m%d-%H%M%S)
+.PHONY: soak
+soak: setup
+	$(BIN)/python -m tests.soak.run --seconds $(SOAK_SECONDS) --rate $(SOAK_RATE) --out $(SOAK_OUT)
+
+# The Kubernetes nemesis for longer (issue 33, docs/k8s-nemesis.md; not in make test, whose e2e
+# tier runs 10 schedules): E2E_K8S_NEMESIS_SCHEDULES seeded schedules of pod partitions, frozen
+# containers, kill -9 and API server outages (30-90 s) on the real-kubelet target, checked by
+# porcupine, the ledger and the operator's invariants. E2E_K8S_NEMESIS_SEED=S re-runs a seed.
+E2E_K8S_NEMESIS_SCHEDULES ?= 50
+.PHONY: e2e-nemesis-k8s
+e2e-nemesis-k8s: setup
+	E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) E2E_K8S_NEMESIS_FAULTS=2 E2E_K8S_NEMESIS_LONG=1 \
+		e2e/run.sh e2e/test_k8s_nemesis.py e2e/test_k8s_nemesis_broken.py e2e/k8s_broken_operator_check.py -s
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
 # on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).

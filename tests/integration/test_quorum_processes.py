@@ -74,6 +74,9 @@ def test_three_voters_elect_one_leader_and_agree(tmp_path: Path) -> None:
             )
             assert {"kafka_server_raft_metrics_" + k.replace("-", "_") for k in kafka} <= names
             assert "kafka_server_raft_metrics_number_unknown_voter_connections 0.0" in metrics
+            # prometheus_client's process and GC collectors (read by the soak, docs/soak.md).
+            assert 'python_gc_collections_total{generation="0"}' in metrics
+            assert "process_open_fds " in metrics and "process_resident_memory_bytes " in metrics
             if node.node_id == leader:  # it campaigned: one election measured, not NaN
                 assert "kafka_server_raft_metrics_uncommitted_voter_change 0.0" in metrics
                 assert not re.search(r"election_latency_max nan", metrics, re.IGNORECASE)

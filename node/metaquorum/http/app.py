@@ -4,7 +4,9 @@ Role: expose the node's view of the quorum. /metrics uses Kafka's `raft-metrics`
 (reference §7) in Prometheus form: group and name joined, dashes as underscores, e.g.
 `kafka-metrics raft-metrics current-leader` -> `kafka_server_raft_metrics_current_leader`
 (the JMX exporter's usual mapping of `kafka.server:type=raft-metrics`): Kafka 4.3's whole set,
-the latencies and rates windowed as Kafka's (runtime/raft_metrics.py).
+the latencies and rates windowed as Kafka's (runtime/raft_metrics.py), and prometheus_client's
+process and GC collectors (`process_resident_memory_bytes`, `process_open_fds`,
+`python_gc_collections_total{generation}`).
 /healthz is 200 while the driver runs; /readyz 200 when a leader is known and this replica is
 caught up (else 503 with the reason); /status the JSON of `node_status`; POST /snapshot
 snapshots the state machine now (the node side of `snapshot create`: 200 with the snapshot id,
@@ -26,7 +28,7 @@ import ssl
 from collections.abc import Iterator
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, GCCollector, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -121,6 +123,10 @@ def build_app(
 ) -> web.Application:
     registry = CollectorRegistry()
     registry.register(RaftCollector(runtime))
+    # prometheus_client's defaults beside Kafka's names: the process (RSS, open fds, CPU) and
+    # the garbage collector per generation (python_gc_collections_total), read by the soak.
+    ProcessCollector(registry=registry)
+    GCCollector(registry=registry)
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), content_type="text/plain")

@@ -73,7 +73,7 @@ class NodeRuntime:
         storage = open_replica_storage(
             config.metadata_log_dir,
             node_id=config.node_id,
-            config=LogConfig(fsync=fsync),
+            config=LogConfig(segment_bytes=config.segment_bytes, fsync=fsync),
             topic=config.raft_topic,
         )
         if storage.meta.cluster_id is None:

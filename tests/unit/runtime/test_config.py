@@ -54,6 +54,7 @@ def test_log_dirs_fallback_for_metadata_log_dir() -> None:
         ("controller.quorum.fetch.timeout.ms", "soon", "controller.quorum.fetch.timeout.ms"),
         ("controller.quorum.election.timeout.ms", "-1", "controller.quorum.election.timeout.ms"),
         ("socket.request.max.bytes", "10", "socket.request.max.bytes"),
+        ("metadata.log.segment.bytes", "1048576", "at least 8388608"),
     ],
 )
 def test_each_bad_value_is_one_line_naming_the_key(
@@ -82,3 +83,15 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
 def test_unreadable_file_names_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--config"):
         load_config(tmp_path / "missing.properties", {})
+
+
+def test_segment_bytes_is_kafkas_with_its_internal_minimum() -> None:
+    assert config_from_properties(dict(BASE)).segment_bytes == 1 << 30
+    c = config_from_properties({**BASE, "metadata.log.segment.bytes": str(8 << 20)})
+    assert c.segment_bytes == 8 << 20
+    lowered = {
+        **BASE,
+        "metadata.log.segment.min.bytes": "65536",
+        "metadata.log.segment.bytes": "65536",
+    }
+    assert config_from_properties(lowered).segment_bytes == 65536

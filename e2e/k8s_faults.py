@@ -1,0 +1,174 @@
+"""The Kubernetes nemesis's hands on the real-kubelet target: faults in pods and the control plane.
+
+Role: `PodFaults` applies k8s_nemesis's fault kinds to a StatefulSet's pods (`quorum-N`) and
+heals them:
+- partitions: iptables rules in the pod's own network namespace (entered with `nsenter --net`
+  through its node container's pid, containerd's task), `DROP` to / from a peer pod's IP; healed
+  by flushing that namespace's filter chains (the pods' namespaces hold no other rules:
+  kube-proxy's are in the node's namespace);
+- freeze / thaw: `ctr tasks pause / resume` of the node container's task (containerd freezes
+  its cgroup: the cgroup freezer);
+- kill: SIGKILL to the container's process (`Cluster.kill_container`);
+- agents stopped / started: kube-apiserver, the kubelet or containerd SIGTERMed by its pid
+  file, and started again later with the same command line, log and pid file (the cluster's
+  state dir; controlplane.stop_dir stops the new one at the end);
+- a power cut: every containerd task (containers and sandboxes) SIGKILLed at once.
+Only on the real-kubelet target (`Cluster.containerd`): the stand-in runs pods as host
+processes with no network namespace of their own.
+
+Invariants: every fault applied is recorded with its wall-clock window (`log`, the porcupine
+visualisation's annotations); `heal_all` leaves no rule, frozen task or stopped API server
+behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import Cluster, wait_for
+from procs import stop_pid
+
+APISERVER = "kube-apiserver"
+
+
+class PodFaults:
+    def __init__(self, cluster: Cluster, ns: str, statefulset: str = "quorum") -> None:
+        if cluster.containerd is None or cluster.pod_logs is None:
+            raise RuntimeError("the Kubernetes nemesis needs the real-kubelet target")
+        self.cluster, self.ns, self.sts = cluster, ns, statefulset
+        self.state = cluster.pod_logs.parent  # the cluster's state dir (pid files, logs)
+        self.cut: set[int] = set()  # pods whose namespace holds rules
+        self.frozen: set[int] = set()
+        self.stopped: dict[str, list[str]] = {}  # agent -> its command line, while stopped
+        self.log: list[dict[str, Any]] = []
+
+    # --- pods --------------------------------------------------------------------------------
+    def _pod(self, o: int) -> Any:
+        return self.cluster.core.read_namespaced_pod(f"{self.sts}-{o}", self.ns)
+
+    def ip(self, o: int) -> str:
+        return str(self._pod(o).status.pod_ip)
+
+    def container_id(self, o: int) -> str:
+        statuses = self._pod(o).status.container_statuses or []
+        (cid,) = [c.container_id for c in statuses if c.name == "node"]
+        return str(cid).split("://", 1)[1]
+
+    def pid(self, o: int) -> int:
+        cid = self.container_id(o)
+        rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
+        (pid,) = [int(r.split()[1]) for r in rows if r.split()[0] == cid]
+        if pid <= 1:
+            raise RuntimeError(f"{self.sts}-{o}'s node container has no running task")
+        return pid
+
+    def _iptables(self, o: int, *args: str) -> None:
+        subprocess.run(
+            ["nsenter", f"--net=/proc/{self.pid(o)}/ns/net", "iptables", "-w", *args],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+
+    def drop(self, src: int, dst: int, both_ways: bool = True) -> None:
+        """Packets from pod `src` to pod `dst` dropped (in src's namespace); `both_ways`: and
+        dst's packets to src dropped as they arrive there."""
+        peer = self.ip(dst)
+        self._iptables(src, "-I", "OUTPUT", "-d", peer, "-j", "DROP")
+        if both_ways:
+            self._iptables(src, "-I", "INPUT", "-s", peer, "-j", "DROP")
+        self.cut.add(src)
+
+    def heal_net(self) -> None:
+        for o in sorted(self.cut):
+            self._iptables(o, "-F", "INPUT")
+            self._iptables(o, "-F", "OUTPUT")
+        self.cut.clear()
+
+    def freeze(self, o: int) -> None:
+        self.cluster.containerd.ctr("tasks", "pause", self.container_id(o))
+        self.frozen.add(o)
+
+    def thaw(self, o: int) -> None:
+        self.cluster.containerd.ctr("tasks", "resume", self.container_id(o))
+        self.frozen.discard(o)
+
+    def kill(self, o: int) -> int:
+        return self.cluster.kill_container(self.ns, f"{self.sts}-{o}", "node")
+
+    # --- the node agents and the control plane ----------------------------------------------
+    def _files(self, agent: str) -> tuple[Path, Path]:
+        base = self.state / "containerd" if agent == "containerd" else self.state
+        return base / f"{agent}.pid", base / f"{agent}.log"
+
+    def agent_stop(self, agent: str) -> None:
+        """SIGTERM an agent (kube-apiserver, kubelet, containerd) by its pid file, keeping its
+        command line to start it again (containerd's shims, in process groups of their own,
+        and so the containers, keep running)."""
+        pidfile, _ = self._files(agent)
+        pid = int(pidfile.read_text())
+        self.stopped[agent] = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+        stop_pid(pid)
+
+    def agent_start(self, agent: str) -> None:
+        argv = self.stopped.pop(agent, None)
+        if argv is None:
+            return
+        pidfile, logfile = self._files(agent)
+        deadline = time.monotonic() + 90
+        while True:
+            with logfile.open("ab") as log:
+                proc = subprocess.Popen(
+                    argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            pidfile.write_text(str(proc.pid))
+            # the kubelet exits at once while containerd's CRI is still initialising ("server
+            # is not initialized"): start it again until it stays up
+            try:
+                proc.wait(5 if agent == "kubelet" else 0.5)
+            except subprocess.TimeoutExpired:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{agent} keeps exiting ({proc.returncode}): see {logfile}")
+            time.sleep(1)
+        if agent == APISERVER:
+            wait_for(self.cluster.core.list_namespace, 120, "kube-apiserver back")
+        elif agent == "containerd":
+            wait_for(
+                lambda: self.cluster.containerd.ctr("version", check=False).returncode == 0,
+                60,
+                "containerd back",
+            )
+
+    def kill_every_task(self) -> int:
+        """SIGKILL every container of the node (sandboxes too), as a power cut does."""
+        rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
+        pids = [int(r.split()[1]) for r in rows if len(r.split()) > 1 and r.split()[1].isdigit()]
+        pids = [p for p in pids if p > 1]  # a stopped task shows pid 0: never kill(0, ...)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return len(pids)
+
+    # --- bookkeeping -------------------------------------------------------------------------
+    def record(self, what: str, start_ns: int) -> None:
+        self.log.append({"start": start_ns, "end": time.time_ns(), "what": what})
+
+    def heal_all(self) -> None:
+        """Whatever is still applied (a failed step): the agents first (the others need
+        them to find their pods), the API server first of all."""
+        for agent in (APISERVER, "containerd", "kubelet"):
+            self.agent_start(agent)
+        for o in sorted(self.frozen):
+            self.thaw(o)
+        self.heal_net()

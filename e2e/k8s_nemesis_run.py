@@ -1,0 +1,230 @@
+"""The Kubernetes nemesis's run: faults applied and healed, the client, and the verdicts.
+
+Role: the library of test_k8s_nemesis.py and test_k8s_nemesis_broken.py (a test module imports
+this, never another test module). `K8sNemesis.apply(fault)` resolves the fault's target against
+the live quorum (quorum_watch.Watcher), applies it (k8s_faults.PodFaults), holds it, heals it
+and waits until the quorum is whole again (a leader, three voters, every one caught up since
+the heal), recording the nemesis's own fault windows for quorum_watch.check. `start_client`
+runs `mqnemesis run` (tests/nemesis/go: Produce acks=-1 and consumer Fetch, every operation
+recorded) from the test process, which is inside the cluster's network namespace, on the pods'
+IPs; `porcupine` checks the history (`mqnemesis check`); `ledger_violations` reads every
+replica's segment files from its PV once all reached the leader's HW and checks them against
+the history (tests/nemesis/ledger.check).
+
+Invariants: one fault at a time, healed before the next; a fault's window ends when the test saw
+the quorum whole again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import ROOT, Cluster, wait_for
+from k8s_faults import APISERVER, PodFaults
+from k8s_nemesis import NETWORK, SLOW, Fault
+from quorum_watch import Fault as Down
+from quorum_watch import Seen, Watcher, check
+from quorums import describe, hosts, settled, whole
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from tests.nemesis import ledger
+from tests.nemesis.tools import mqnemesis_binary
+
+HEAL_S = 120.0
+CALM_S = 2.0
+
+
+class K8sNemesis:
+    def __init__(self, cluster: Cluster, ns: str, watcher: Watcher) -> None:
+        self.cluster, self.ns, self.watcher = cluster, ns, watcher
+        self.faults = PodFaults(cluster, ns)
+        self.down: list[Down] = []
+        self.injected: dict[str, int] = {}
+        self.heal_times: list[float] = []
+        self.majority_down: list[tuple[float, float]] = []  # windows with no majority up
+
+    def violations(self, seen: list[Seen]) -> list[str]:
+        """quorum_watch.check, but a leaderless stretch inside a window in which the nemesis
+        itself took a majority down (a reboot, a lost PVC under a frozen voter) is no
+        violation of the operator's."""
+        out = []
+        for v in check(seen, self.down):
+            t = float(v.split(":", 1)[0].removeprefix("t="))
+            if "no leader" in v and any(a <= t <= b + 20 for a, b in self.majority_down):
+                continue
+            out.append(v)
+        return out
+
+    def target(self, f: Fault, s: Seen) -> int:
+        if f.role == "leader":
+            return s.leader
+        followers = sorted(k[0] for k in s.voters if k[0] != s.leader)
+        return followers[f.pick % len(followers)]
+
+    def whole_since(self, wall_ms: float, t: float) -> Seen | None:
+        s = whole(self.watcher, 3)
+        if s is None or s.t <= t:
+            return None
+        return s if all(s.caught_up_since(k, wall_ms) for k in s.voters) else None
+
+    def apply(self, f: Fault) -> None:
+        before = wait_for(lambda: whole(self.watcher, 3), HEAL_S, "3 voters, all caught up")
+        victim = self.target(f, before)
+        others = sorted(k[0] for k in before.voters if k[0] != victim)
+        old_dir = next(k[1] for k in before.voters if k[0] == victim)
+        t0, start_ns = time.monotonic(), time.time_ns()
+        took = self._inject(f, victim, others)
+        self.faults.record(f"{f} on quorum-{victim}", start_ns)
+        healed_wall, healed_t = time.time() * 1000, time.monotonic()
+        for o in took:
+            self.down.append(Down(o, t0, float("inf"), f.kind))
+        s = wait_for(
+            lambda: self.whole_since(healed_wall, healed_t),
+            HEAL_S * (2 if f.kind in SLOW else 1),
+            f"{f} on quorum-{victim}: the quorum whole again",
+        )
+        if 2 * len(took) > 3:  # the nemesis itself took a majority down: no leader meanwhile
+            self.majority_down.append((t0, s.t))
+        for i in range(len(self.down) - len(took), len(self.down)):
+            d = self.down[i]
+            self.down[i] = Down(d.node, d.start, s.t, d.kind)
+        self.heal_times.append(s.t - healed_t)
+        self.injected[f.kind] = self.injected.get(f.kind, 0) + 1
+        if f.kind in ("apiserver", "reboot", "pvc-lost"):
+            # the operator resumed (a lost disk: replaced the voter): status and quorum agree
+            def done() -> dict[str, Any] | None:
+                obj = settled(self.cluster, self.ns, [0, 1, 2])
+                if obj is None or f.kind != "pvc-lost":
+                    return obj
+                dirs = {v["id"]: v["directoryId"] for v in obj["status"]["voters"]}
+                return obj if dirs.get(victim) not in (None, old_dir) else None
+
+            wait_for(done, 2 * HEAL_S, f"{f}: the MetadataQuorum settled")
+        time.sleep(CALM_S)
+
+    def _inject(self, f: Fault, victim: int, others: list[int]) -> list[int]:
+        """Apply `f`, hold it, heal it; returns the voters it took down (a partition: each
+        side may see the other as down)."""
+        fx = self.faults
+        if f.kind in NETWORK:
+            if f.kind == "bridge":
+                fx.drop(others[0], others[1])
+            for o in others if f.kind != "bridge" else ():
+                fx.drop(victim, o, both_ways=f.kind == "isolate")
+            time.sleep(f.hold)
+            fx.heal_net()
+            return others if f.kind == "bridge" else [victim]
+        if f.kind == "freeze":
+            fx.freeze(victim)
+            time.sleep(f.hold)
+            fx.thaw(victim)
+        elif f.kind == "kill":
+            fx.kill(victim)
+        elif f.kind == "apiserver":
+            pid = fx.pid(victim)  # resolved while the API answers
+            fx.agent_stop(APISERVER)
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(f.hold)
+            fx.agent_start(APISERVER)
+        elif f.kind == "agents":  # kubelet + containerd restarted under running pods
+            fx.agent_stop("kubelet")
+            fx.agent_stop("containerd")
+            time.sleep(f.hold)
+            fx.agent_start("containerd")
+            fx.agent_start("kubelet")
+        elif f.kind == "reboot":  # every pod killed at once, then the node agents restarted
+            fx.agent_stop("kubelet")
+            fx.kill_every_task()
+            fx.agent_stop("containerd")
+            time.sleep(f.hold)
+            fx.agent_start("containerd")
+            fx.agent_start("kubelet")
+            return [0, 1, 2]
+        elif f.kind == "pvc-lost":  # the target's PVC lost while another voter is frozen
+            frozen = others[0]
+            fx.freeze(frozen)
+            self.cluster.kubectl(
+                "delete", "pvc", f"data-quorum-{victim}", "-n", self.ns, "--wait=false"
+            )
+            self.cluster.kubectl("delete", "pod", f"quorum-{victim}", "-n", self.ns, "--wait=false")
+            time.sleep(f.hold)
+            fx.thaw(frozen)
+            return [victim, frozen]
+        return [victim]
+
+
+def estimate_s(plan: list[list[Fault]]) -> float:
+    """How long the schedules take (the client's duration): hold, heal and calm, and the slow
+    kinds' recoveries as measured here."""
+    extra = {"apiserver": 25.0, "agents": 20.0, "reboot": 60.0, "pvc-lost": 60.0}
+    return sum(f.hold + 12.0 + extra.get(f.kind, 0.0) for s in plan for f in s)
+
+
+def start_client(
+    cluster: Cluster, ns: str, duration_s: float, seed: int, out: Path
+) -> subprocess.Popen[str]:
+    """`mqnemesis run` on the pods' stable names, resolved by the cluster's CoreDNS (the client
+    runs in a mount namespace of its own whose /etc/resolv.conf names it), so it follows a pod
+    recreated under a new IP as the quorum's own members do."""
+    assert cluster.pod_logs is not None
+    resolv = cluster.pod_logs.parent / "resolv.conf"  # nameserver: the cluster's CoreDNS
+    endpoints = ",".join(f"{h}:{p}" for h, p in hosts(ns, 3))
+    return subprocess.Popen(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+            'mount --bind "$0" /etc/resolv.conf && exec "$@"',
+            str(resolv),
+            *(str(mqnemesis_binary()), "run", "-endpoints", endpoints),
+            *("-clients", "4", "-duration", f"{duration_s:.0f}s", "-seed", str(seed)),
+            *("-out", str(out / "history.jsonl")),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=(out / "client.log").open("wb"),
+        text=True,
+    )
+
+
+def porcupine(out: Path, fault_log: list[dict[str, Any]]) -> dict[str, Any]:
+    (out / "nemesis.jsonl").write_text("".join(json.dumps(x) + "\n" for x in fault_log))
+    done = subprocess.run(
+        [
+            *(str(mqnemesis_binary()), "check", "-history", str(out / "history.jsonl")),
+            *("-faults", str(out / "nemesis.jsonl"), "-html", str(out / "porcupine.html")),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if not done.stdout.strip():
+        return {"error": done.stderr[-500:]}
+    return dict(json.loads(done.stdout))
+
+
+def ledger_violations(cluster: Cluster, ns: str, history: Path) -> list[str]:
+    """Every replica's log from its PV once all three reached the same HW, against the
+    history (tests/nemesis/ledger.check)."""
+    final: list[int] = []
+
+    def converged() -> bool:
+        info = describe(ns, 3)
+        ends = {v.log_end_offset for v in info.voters}
+        if len(ends) == 1 and info.high_watermark == ends.pop():
+            final.append(info.high_watermark)
+            return True
+        return False
+
+    wait_for(converged, 60, "every voter at the leader's HW")
+    replicas = {}
+    for o in range(3):
+        pv = cluster.pv_path(ns, f"data-quorum-{o}")
+        (data,) = {p.parent for p in pv.rglob("__cluster_metadata-0")}
+        replicas[o] = ledger.replica_records(data)
+    return ledger.check(ledger.load_history(history), replicas, final[-1])

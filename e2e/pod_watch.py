@@ -1,0 +1,78 @@
+"""The operator's disruption invariant seen from Kubernetes: never a majority of a quorum's pods
+down at once because of the operator.
+
+Role: `PodWatch` lists a StatefulSet's pods every `interval_s` on a thread of its own and
+records, per poll, which ordinals are down: missing, terminating (deletionTimestamp set) or not
+Ready. `majority_down` names every stretch in which more than half of `replicas` were down
+while the nemesis itself had taken none down (its windows given). quorum_watch.check cannot
+see this one: a leader cut off from a majority resigns within 1.5 x the fetch timeout
+(check-quorum), before its DescribeQuorum shows the followers lagging, and the pods are back
+before a leaderless stretch reaches its bound.
+
+Invariant: `majority_down` is pure (a function of the records and the windows).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness import Cluster
+
+
+@dataclass
+class PodWatch:
+    cluster: Cluster
+    ns: str
+    replicas: int = 3
+    name: str = "quorum"
+    interval_s: float = 0.2
+    records: list[tuple[float, frozenset[int]]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> PodWatch:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[tuple[float, frozenset[int]]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        return list(self.records)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                pods = self.cluster.core.list_namespaced_pod(self.ns).items
+            except Exception:  # an API blip: nothing recorded for this poll
+                continue
+            up = set()
+            for p in pods:
+                ready = any(
+                    c.type == "Ready" and c.status == "True" for c in p.status.conditions or []
+                )
+                if p.metadata.deletion_timestamp is None and ready:
+                    up.add(p.metadata.name)
+            down = frozenset(i for i in range(self.replicas) if f"{self.name}-{i}" not in up)
+            self.records.append((time.monotonic(), down))
+
+
+def majority_down(
+    records: Sequence[tuple[float, frozenset[int]]],
+    replicas: int,
+    nemesis: Sequence[tuple[float, float]] = (),
+) -> list[str]:
+    out: list[str] = []
+    start: float | None = None
+    for t, down in records:
+        bad = 2 * len(down) > replicas and not any(a <= t <= b for a, b in nemesis)
+        if bad and start is None:
+            start = t
+            out.append(f"t={t:.1f}: pods {sorted(down)} of {replicas} down at once")
+        elif not bad:
+            start = None
+    return out

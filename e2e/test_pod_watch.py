@@ -1,0 +1,27 @@
+"""pod_watch.majority_down (pure, no cluster): two of three pods down at once is reported once
+per stretch, unless the nemesis itself had a fault open then; one pod down (a roll's step) is
+never reported."""
+
+from __future__ import annotations
+
+from pod_watch import majority_down
+
+ONE = frozenset({2})
+TWO = frozenset({1, 2})
+NONE: frozenset[int] = frozenset()
+
+
+def test_a_roll_one_pod_at_a_time_passes() -> None:
+    records = [(0.0, NONE), (1.0, ONE), (2.0, ONE), (3.0, NONE), (4.0, frozenset({0}))]
+    assert majority_down(records, 3) == []
+
+
+def test_two_pods_down_at_once_is_reported_once_per_stretch() -> None:
+    records = [(0.0, NONE), (1.0, TWO), (1.2, TWO), (2.0, ONE), (5.0, TWO)]
+    found = majority_down(records, 3)
+    assert len(found) == 2 and found[0].startswith("t=1.0: pods [1, 2] of 3 down")
+
+
+def test_the_nemesis_own_faults_are_excused() -> None:
+    records = [(0.0, NONE), (1.0, TWO), (2.0, TWO), (9.0, TWO)]
+    assert len(majority_down(records, 3, nemesis=[(0.5, 2.5)])) == 1
