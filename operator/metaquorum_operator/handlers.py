@@ -252,7 +252,19 @@ class AdminQuorum:
             return observe.Observation(None, str(e))
         port = desired.spec.controller_port
         bootstrap = observe.bootstrap_servers(desired.names, port, sts.replicas)
-        return observe.describe(bootstrap, tls=tls)
+        found = observe.describe(bootstrap, tls=tls)
+        if found.quorum is None:
+            return found
+        # each running pod's software version (upgrades.py), from its node's GET /status
+        hosts = {
+            p.ordinal: desired.names.pod_fqdn(p.ordinal)
+            for p in observed.pods
+            if not p.terminating and p.failing is None
+        }
+        versions = observe.versions(hosts, desired.spec.http_port)
+        return dataclasses.replace(
+            found, quorum=dataclasses.replace(found.quorum, versions=versions)
+        )
 
     def change(
         self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
