@@ -11,7 +11,9 @@ change before they are sent and cleared when the leader answers (it answers once
 committed); the pending change is written to status.pendingOperation, so an operator restarted
 mid-change resumes it (progress_from_status), and so is what a quorum-wide manual roll has left
 (status.manualRoll; rolls.py). Every action is posted as a Kubernetes Event on the
-MetadataQuorum (events.py: a restart's reason is its cause); one Warning is posted when
+MetadataQuorum (events.py: a restart's reason is its cause); a Warning per membership problem
+when it first appears (members.py: PodNotInQuorum, VoterWithoutPod, DuplicateIncarnation); one
+Warning is posted when
 Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
 bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
 ReconciliationResumed). While paused (annotation
@@ -41,7 +43,7 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import events, metrics, observe, planner, rolls
+from metaquorum_operator import events, members, metrics, observe, planner, rolls
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -181,6 +183,10 @@ def reconcile(
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
+    for problem in members.new_problems(
+        status.get("membershipProblems"), new["membershipProblems"] or []
+    ):
+        kopf.warn(body, reason=problem["kind"], message=problem["message"])
     paused = events.pause_event(dict(status), new)
     if paused is not None:
         kopf.event(body, type="Normal", reason=paused[0], message=paused[1])

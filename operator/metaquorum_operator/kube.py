@@ -82,6 +82,14 @@ def _failing(status: Any) -> str | None:
     return None
 
 
+def _unschedulable(conds: Any) -> str | None:
+    """The scheduler's reason when the pod cannot be placed (members.py)."""
+    for c in conds:
+        if c.type == "PodScheduled" and c.status == "False":
+            return str(c.reason or "Unschedulable")
+    return None
+
+
 def _node_image(spec: Any) -> str | None:
     for c in (spec.containers or []) if spec else []:
         if c.name == "node":
@@ -147,6 +155,7 @@ class Kube:
                     image=_node_image(p.spec),
                     manual_roll=annotation_on(pm.annotations, MANUAL_ROLL_ANNOTATION),
                     failing=_failing(p.status),
+                    unschedulable=_unschedulable(conds),
                 )
             )
         return Observed(

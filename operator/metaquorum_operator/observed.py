@@ -55,6 +55,8 @@ class ObservedPod:
     # why a container of the pod does not start (e.g. "node CrashLoopBackOff",
     # "node ImagePullBackOff"), None when none is failing (upgrades.py stops a roll on it)
     failing: str | None = None
+    # the scheduler's reason when the pod cannot be placed (PodScheduled False), else None
+    unschedulable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,9 @@ Rules, in order (the first that applies wins):
    image mid-roll is Refused (UpgradeStalled) instead.
 4. A voter change issued and seen in the voter set but not yet committed: wait. One issued but
    not seen: issue the same change again (idempotent; the leader refuses a second one anyway).
-5. Disk loss: a voter (id, A) while its pod runs as observer (id, B): tombstone A in the
-   ConfigMap, then RemoveRaftVoter (id, A); rule 6 adds (id, B) once it is caught up.
+5. Disk loss: a voter (id, A), no longer caught up, while its pod runs as observer (id, B):
+   tombstone A in the ConfigMap, then RemoveRaftVoter (id, A); rule 6 adds (id, B) once it is
+   caught up. Both caught up is a duplicate (members.py): named, not acted on.
 6. Scale up / replacement: an observer whose id is a pod < spec.replicas and not a voter is
    added with AddRaftVoter once caught up (lag below a threshold) for `hold_ms` (before any
    removal, so a scale-down never removes the last voter while a member waits to be added).
@@ -265,7 +266,9 @@ def _quorum_rules(
             observers_by_id.setdefault(o.id, []).append(o.key)
     for v in sorted(voters):
         fresh = [k for k in observers_by_id.get(v.id, []) if k != v]
-        if fresh and v.directory_id:
+        # only when the old incarnation is gone (not caught up): two live ones are a duplicate
+        # the operator names (members.py) and leaves alone
+        if fresh and v.directory_id and v not in healthy:
             if v.directory_id not in observed.tombstones:
                 tombstones = observed.tombstones | {v.directory_id}
                 cm = desired.manifests(sts.replicas, True, tombstones)["ConfigMap"]

@@ -18,7 +18,7 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
 - `Upgrading` (upgrades.py): True while a pod runs another image than spec.image (RollingImage;
   UpgradeStalled or VersionSkew when the roll stopped), False (UpToDate) otherwise.
   `versions` lists each pod's image and the version its node reports; `kraftVersion` is the
-  finalized kraft.version.
+  finalized kraft.version. `membershipProblems` (members.py): dangling and duplicate members.
 - `Degraded`: True when a pod's volume is refused (VolumeRefused), a roll stopped (UpgradeStalled,
   VersionSkew: upgrades.py) or a voter has not been caught
   up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from metaquorum_operator import upgrades
+from metaquorum_operator import members, upgrades
 from metaquorum_operator.actions import (
     Action,
     AddVoter,
@@ -262,6 +262,7 @@ def compute_status(
         "manualRoll": manual_roll_fields(progress),
         "versions": upgrades.versions_status(spec, observed, quorum) or None,
         "kraftVersion": quorum.kraft_version if quorum is not None else None,
+        "membershipProblems": members.problems(observed, quorum, spec.replicas) or None,
         "conditions": conds,
     }
     if quorum is not None and led:
