@@ -84,6 +84,14 @@ class RemoveVoter:
 
 
 @dataclass(frozen=True, slots=True)
+class UpgradeKraftVersion:
+    """UpdateFeatures kraft.version=1 to the leader (a static quorum becomes dynamic,
+    migration.py)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Wait:
     reason: str
 
@@ -130,6 +138,7 @@ Action = (
     | ResignLeader
     | AddVoter
     | RemoveVoter
+    | UpgradeKraftVersion
     | Wait
     | Refused
     | Converged

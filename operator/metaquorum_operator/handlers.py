@@ -29,6 +29,7 @@ CRD's status schema is closed); status is written only when it changes.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import logging
@@ -141,7 +142,10 @@ def reconcile(
         logger.info("%s", events.describe(action))
 
     def failed(action: planner.Action, error: str) -> None:
-        reason = "ResignFailed" if isinstance(action, planner.ResignLeader) else "VoterChangeFailed"
+        reason = {
+            planner.ResignLeader: "ResignFailed",
+            planner.UpgradeKraftVersion: "KraftVersionUpgradeFailed",
+        }.get(type(action), "VoterChangeFailed")
         metrics.ERRORS.labels(reason).inc()
         kopf.warn(body, reason=reason, message=f"{events.describe(action)}: {error}")
 
@@ -229,6 +233,8 @@ class Quorum(Protocol):
 
     def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None: ...
 
+    def upgrade_kraft_version(self, desired: planner.Desired) -> None: ...
+
 
 class AdminQuorum:
     """The live quorum through metaquorum.admin, on the pods' stable names; over mutual TLS with
@@ -290,6 +296,15 @@ class AdminQuorum:
         host = desired.names.pod_fqdn(action.node_id)
         observe.resign(host, desired.spec.http_port, action.epoch)
 
+    def upgrade_kraft_version(self, desired: planner.Desired) -> None:
+        try:
+            tls = self._tls(desired)
+        except ConfigError as e:
+            raise AdminError(str(e)) from None
+        port = desired.spec.controller_port
+        bootstrap = observe.bootstrap_servers(desired.names, port, desired.spec.replicas)
+        asyncio.run(observe.upgrade_kraft_version_async(bootstrap, tls=tls))
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Run:
@@ -337,6 +352,13 @@ def run_steps(
                 observed, observation, progress = look(progress)
                 break
             progress = dataclasses.replace(progress, pending=None)  # answered once committed
+        elif isinstance(action, planner.UpgradeKraftVersion):
+            try:
+                quorum.upgrade_kraft_version(desired)
+            except AdminError as e:
+                on_failure(action, str(e))
+                observed, observation, progress = look(progress)
+                break
         elif isinstance(action, planner.ResignLeader):
             # remembered before it is sent: a leader that ignores it is rolled after a bound
             asked = (action.node_id, action.epoch, clock())

@@ -40,7 +40,7 @@ from metaquorum.admin.client import (
     ReplicaInfo,
     parse_bootstrap,
 )
-from metaquorum.admin.features import describe_features
+from metaquorum.admin.features import describe_features, update_features
 from metaquorum.admin.reconfig import Listener, add_controller, remove_controller
 from metaquorum.protocol.types import Uuid
 
@@ -167,6 +167,27 @@ def change(
 ) -> None:
     """Blocking form for a worker thread."""
     asyncio.run(change_async(action, bootstrap, endpoint, timeout_s, tls))
+
+
+async def upgrade_kraft_version_async(
+    bootstrap: str, timeout_s: float = CHANGE_TIMEOUT_S, tls: Tls = None
+) -> None:
+    """UpdateFeatures kraft.version=1 to the leader (as `kafka-features upgrade --feature
+    kraft.version=1`); AdminError with the leader's one line when refused."""
+    admin = AdminClient(parse_bootstrap(bootstrap), timeout_s=timeout_s, tls=tls)
+    try:
+        async with asyncio.timeout(timeout_s + 1):
+            outcome = await update_features(admin, {"kraft.version": 1})
+    except TimeoutError:
+        raise AdminError(f"no answer from the leader within {timeout_s:g} s") from None
+    except (OSError, ValueError) as e:
+        raise AdminError(f"{type(e).__name__}: {e}") from None
+    finally:
+        with contextlib.suppress(Exception):
+            await admin.close()
+    error = outcome.get("kraft.version")
+    if error is not None:
+        raise AdminError(f"could not upgrade kraft.version to 1: {error}")
 
 
 def version(host: str, http_port: int, timeout_s: float = VERSION_TIMEOUT_S) -> str | None:

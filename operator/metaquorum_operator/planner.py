@@ -22,6 +22,8 @@ Rules, in order (the first that applies wins):
    image mid-roll is Refused (UpgradeStalled) instead.
 4. A voter change issued and seen in the voter set but not yet committed: wait. One issued but
    not seen: issue the same change again (idempotent; the leader refuses a second one anyway).
+   A static quorum (finalized kraft.version 0) is first migrated: UpgradeKraftVersion once
+   every voter reports a directory id and is caught up, else Refused (migration.py).
 5. Disk loss: a voter (id, A), no longer caught up, while its pod runs as observer (id, B):
    tombstone A in the ConfigMap, then RemoveRaftVoter (id, A); rule 6 adds (id, B) once it is
    caught up. Both caught up is a duplicate (members.py): named, not acted on.
@@ -61,7 +63,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from metaquorum_operator import builders, rolls, upgrades
+from metaquorum_operator import builders, migration, rolls, upgrades
 from metaquorum_operator.actions import (
     IDLE,
     VOTER_CHANGES,
@@ -77,6 +79,7 @@ from metaquorum_operator.actions import (
     ResignLeader,
     RestartCause,
     ScaleStatefulSet,
+    UpgradeKraftVersion,
     Wait,
 )
 from metaquorum_operator.membership import (
@@ -112,6 +115,7 @@ __all__ = [
     "RemoveVoter",
     "ResignLeader",
     "ScaleStatefulSet",
+    "UpgradeKraftVersion",
     "Wait",
     "plan",
 ]
@@ -259,6 +263,10 @@ def _quorum_rules(
         if pending.key in {o.key for o in quorum.observers}:
             return _checked_add(pending.key, voters, healthy, f"resuming: {what}")
         return Wait(f"{what}: issued, not in the quorum yet")
+    # a static quorum (kraft.version 0) moves to kraft.version 1 before any voter change
+    migrate = migration.step(quorum, healthy)
+    if migrate is not None:
+        return migrate
     # 5. disk loss: the old incarnation goes first (a node id is a voter once)
     observers_by_id: dict[int, list[VoterKey]] = {}
     for o in quorum.observers:

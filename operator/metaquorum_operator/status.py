@@ -49,6 +49,7 @@ from metaquorum_operator.actions import (
     RemoveVoter,
     ResignLeader,
     ScaleStatefulSet,
+    UpgradeKraftVersion,
 )
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
 from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
@@ -91,6 +92,7 @@ def step_reason(action: Action) -> str:
         ResignLeader: "Rolling",
         EndManualRoll: "Rolling",
         Apply: "Applying",
+        UpgradeKraftVersion: "Migrating",
         Converged: "Converged",
         Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")

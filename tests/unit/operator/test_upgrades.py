@@ -117,6 +117,9 @@ class Quorum:
     def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None:
         self.world.resign(action)
 
+    def upgrade_kraft_version(self, desired: planner.Desired) -> None:
+        self.world.upgrade_kraft_version()
+
 
 @dataclass
 class ImageDriver(Driver):
