@@ -9,7 +9,7 @@ from unittest.mock import MagicMock
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from metaquorum_operator import builders
-from metaquorum_operator.kube import Kube, _refusal
+from metaquorum_operator.kube import Kube, _failing, _refusal, _unschedulable
 from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, Names
 from metaquorum_operator.planner import EndManualRoll
 
@@ -86,8 +86,6 @@ def test_end_manual_roll_removes_the_annotation_with_a_merge_patch() -> None:
 
 
 def test_a_failing_container_and_an_unschedulable_pod_are_read() -> None:
-    from metaquorum_operator.kube import _failing, _unschedulable
-
     def waiting(reason: str) -> client.V1PodStatus:
         state = client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason=reason))
         cs = client.V1ContainerStatus(
