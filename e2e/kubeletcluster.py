@@ -210,7 +210,8 @@ class KubeletNode:
         node_bin = Path(_tool("build-k8s-node.sh")[-1])
         coredns_bin = Path(_tool("build-coredns.sh")[-1])
         images = {}
-        for line in _tool("build-images.sh", "--static", f"{node_bin / 'pause'}={PAUSE}"):
+        names = ("node", "operator", "node-next", "node-broken")  # variants: the upgrade e2e's
+        for line in _tool("build-images.sh", *names, "--static", f"{node_bin / 'pause'}={PAUSE}"):
             name, ref, archive = line.split("\t")
             images[name] = (ref, Path(archive))
         t = self._step("binaries and images (cached) (s)", t)

@@ -383,7 +383,11 @@ def static_image(binary: Path, ref: str, cache: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help=f"some of {', '.join(IMAGES)} (default: all)")
+    ap.add_argument(
+        "names",
+        nargs="*",
+        help=f"some of {', '.join([*IMAGES, *VARIANTS])} (default: {', '.join(IMAGES)})",
+    )
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     ap.add_argument(
         "--static",
@@ -404,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     with locked(cache / ".lock"):
         built: dict[str, Path] = {}
-        wanted = args.names or [*IMAGES, *VARIANTS]
+        wanted = args.names or list(IMAGES)  # variants only when named
         for name in wanted:
             try:
                 if name in VARIANTS:
