@@ -14,9 +14,10 @@ METAQUORUM_VERSION_OVERRIDE) and node:e2e-broken (exits at start: process.roles=
   acknowledged append lost; the live quorum never lost its caught-up majority.
 - a bad image: the roll stops after one pod (Degraded UpgradeStalled naming it, a Warning
   Event), no second pod restarted for 15 s; the spec set back resumes: every pod on e2e again.
-- the eviction API on the leader's pod (what `kubectl drain` calls): the leader resigns before
-  its SIGTERM (the node's graceful shutdown hands over, bounded at 5 s, well inside the pod's
-  30 s grace period: no preStop hook is needed); a second eviction while that pod is away is
+- the eviction API on the leader's pod (what `kubectl drain` calls): its SIGTERM finds it
+  leading and its log shows it followed a newer leader before it exited (the node's graceful
+  shutdown resigns and waits for the successor, bounded at 5 s, well inside the pod's 30 s
+  grace period: no preStop hook is needed); a second eviction while that pod is away is
   refused by the PodDisruptionBudget (429); no acknowledged append lost.
 - a dangling voter: the node cordoned (its pods cannot be scheduled, as when a PVC is bound to
   a node that is gone) and a follower's pod deleted: status.membershipProblems names
@@ -118,6 +119,25 @@ def resigned_before_sigterm(said: str, leader: int, epoch: int) -> bool:
     followed = [
         (int(m[1]), int(m[2]))
         for x in lines[:stop]
+        if (m := re.search(r"leader is (\d+) in epoch (\d+)", x))
+    ]
+    return any(n != leader and e > epoch for n, e in followed)
+
+
+def handed_over_after_sigterm(said: str, leader: int, epoch: int) -> bool:
+    """The node's log: its SIGTERM found it leading, and before it exited it followed another
+    leader in a newer epoch (its graceful shutdown resigned and waited for the successor), with
+    no "did not complete" warning: it did not die leading."""
+    lines = said.splitlines()
+    stop = next((i for i, x in enumerate(lines) if "received SIGTERM" in x), None)
+    if stop is None or "as leader" not in lines[stop].replace("Leader", "leader"):
+        return False
+    after = lines[stop + 1 :]
+    if any("graceful shutdown did not complete" in x for x in after):
+        return False
+    followed = [
+        (int(m[1]), int(m[2]))
+        for x in after
         if (m := re.search(r"leader is (\d+) in epoch (\d+)", x))
     ]
     return any(n != leader and e > epoch for n, e in followed)
@@ -286,8 +306,9 @@ def test_evicting_the_leaders_pod_resigns_first_and_the_pdb_holds_a_second(
     TIMINGS["eviction of the leader's pod to 3 voters again (s)"] = time.monotonic() - t0
     rec.stop()
     said = rec.log_of(uids[start.leader])
-    assert said is not None and resigned_before_sigterm(said, start.leader, start.epoch), (
-        f"{leader_pod} did not follow a newer leader before its SIGTERM"
+    assert said is not None and handed_over_after_sigterm(said, start.leader, start.epoch), (
+        f"{leader_pod} did not hand over to a newer leader between its SIGTERM and its exit:"
+        f" {(said or '').splitlines()[-6:]}"
     )
     assert cluster.pod_uids(ns, 3)[(start.leader + 1) % 3] == uids[(start.leader + 1) % 3]
     seen = watcher.stop()
