@@ -210,7 +210,8 @@ class KubeletNode:
         node_bin = Path(_tool("build-k8s-node.sh")[-1])
         coredns_bin = Path(_tool("build-coredns.sh")[-1])
         images = {}
-        for line in _tool("build-images.sh", "--static", f"{node_bin / 'pause'}={PAUSE}"):
+        names = ("node", "operator", "node-next", "node-broken")  # variants: the upgrade e2e's
+        for line in _tool("build-images.sh", *names, "--static", f"{node_bin / 'pause'}={PAUSE}"):
             name, ref, archive = line.split("\t")
             images[name] = (ref, Path(archive))
         t = self._step("binaries and images (cached) (s)", t)
@@ -223,8 +224,12 @@ class KubeletNode:
         )
         for name, (ref, archive) in images.items():
             self.containerd.import_image(archive)
-            if name in ("node", "operator"):  # the tag the e2e manifests name (as on kind)
-                e2e_ref = ref.rsplit(":", 1)[0] + ":e2e"
+            # the tags the e2e manifests name (as on kind); node-next / node-broken: the
+            # upgrade e2e's second image (another version) and bad image (exits at start)
+            suffix = {"node": "e2e", "operator": "e2e", "node-next": "e2e-next"}
+            suffix["node-broken"] = "e2e-broken"
+            if name in suffix:
+                e2e_ref = ref.rsplit(":", 1)[0] + ":" + suffix[name]
                 self.containerd.ctr("images", "tag", "--force", ref, e2e_ref)
         t = self._step("containerd started, images imported (s)", t)
         spawn = self.cp._spawn

@@ -18,6 +18,8 @@ goes into it (this file, dockerfile.py, the Dockerfile, every COPY source, the b
 warm call only hashes and prints. Concurrent callers serialise on a lock file.
 
 Needs root (chroot), mmdebstrap and umoci (e2e/tools/build-images.sh installs them).
+Variants (VARIANTS: node-next reports the next minor version, node-broken exits at start) are
+a built image with one more ENV in its config, made by umoci without a rebuild.
 Output: one line per image, `name<TAB>reference<TAB>archive`; timings and sizes go to stderr
 and to build.json beside each archive.
 """
@@ -50,6 +52,14 @@ from dockerfile import (
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = {"node": "node/Dockerfile", "operator": "operator/Dockerfile"}
+# Variants of a built image: the same layers, one more ENV in the config, another reference.
+# node-next: this code reporting the next minor version (METAQUORUM_VERSION_OVERRIDE, read by
+# node/metaquorum/runtime/version.py), the target of the operator's upgrade e2e; node-broken:
+# a node that exits at start (process.roles=broker is refused), the upgrade e2e's bad image.
+VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
+    "node-next": ("node", {"METAQUORUM_VERSION_OVERRIDE": "{next}"}),
+    "node-broken": ("node", {"METAQUORUM_PROCESS_ROLES": "broker"}),
+}
 SUITE = "bookworm"
 MIRRORS = [
     f"deb http://deb.debian.org/debian {SUITE} main",
@@ -300,6 +310,47 @@ def build_one(name: str, cache: Path, force: bool) -> tuple[str, Path]:
     return ref, archive
 
 
+def next_minor(v: str) -> str:
+    """0.1.0 -> 0.2.0: the version node-next reports."""
+    major, minor, *_ = (v.split("+", maxsplit=1)[0].split("-", maxsplit=1)[0] + ".0.0").split(".")
+    return f"{major}.{int(minor) + 1}.0"
+
+
+def variant_image(name: str, base_archive: Path, cache: Path) -> tuple[str, Path]:
+    """VARIANTS[name] of a built image: its layout with ENV added (umoci config) and named
+    docker.io/metaquorum/<base>:<the variant's tag>; cached by the base archive and the ENV."""
+    base, env = VARIANTS[name]
+    nxt = next_minor(version())
+    env = {k: v.replace("{next}", nxt) for k, v in env.items()}
+    tag = nxt if name == "node-next" else f"{version()}-{name.removeprefix(base + '-')}"
+    ref = f"docker.io/metaquorum/{base}:{tag}"
+    h = hashlib.sha256(
+        str(base_archive).encode() + json.dumps(env, sort_keys=True).encode() + ref.encode()
+    )
+    out = cache / f"{name}-{h.hexdigest()[:16]}"
+    archive = out / "image.tar"
+    if archive.exists():
+        return ref, archive
+    shutil.rmtree(out, ignore_errors=True)
+    layout = out / "oci"
+    layout.mkdir(parents=True)
+    run("tar", "-C", layout, "-xf", base_archive)
+    run(
+        "umoci", "config", "--image", f"{layout}:{version()}",
+        *[f"--config.env={k}={v}" for k, v in env.items()],
+        f"--history.created_by=build_images.py: variant {name} ({' '.join(env)})",
+    )  # fmt: skip
+    run("umoci", "gc", "--layout", layout)
+    index = json.loads((layout / "index.json").read_text())
+    for m in index["manifests"]:
+        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
+    (layout / "index.json").write_text(json.dumps(index))
+    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
+    shutil.rmtree(layout)
+    (out / "image.tmp").rename(archive)
+    return ref, archive
+
+
 def static_image(binary: Path, ref: str, cache: Path) -> Path:
     """A one-file image: a static binary as /<name> and its entrypoint (the sandbox's pause)."""
     h = hashlib.sha256(binary.read_bytes() + ref.encode() + Path(__file__).read_bytes())
@@ -332,7 +383,11 @@ def static_image(binary: Path, ref: str, cache: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help=f"some of {', '.join(IMAGES)} (default: all)")
+    ap.add_argument(
+        "names",
+        nargs="*",
+        help=f"some of {', '.join([*IMAGES, *VARIANTS])} (default: {', '.join(IMAGES)})",
+    )
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     ap.add_argument(
         "--static",
@@ -346,15 +401,24 @@ def main(argv: list[str] | None = None) -> int:
         print("build-images: needs root (chroot into the image's root filesystem)", file=sys.stderr)
         return 1
     cache = Path(os.environ.get("METAQUORUM_CACHE", Path.home() / ".cache/metaquorum")) / "images"
-    unknown = set(args.names) - set(IMAGES)
+    unknown = set(args.names) - set(IMAGES) - set(VARIANTS)
     if unknown:
         print(f"build-images: no image named {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     t0 = time.monotonic()
     with locked(cache / ".lock"):
-        for name in args.names or list(IMAGES):
+        built: dict[str, Path] = {}
+        wanted = args.names or list(IMAGES)  # variants only when named
+        for name in wanted:
             try:
-                ref, archive = build_one(name, cache, args.force)
+                if name in VARIANTS:
+                    base = VARIANTS[name][0]
+                    if base not in built:
+                        built[base] = build_one(base, cache, args.force)[1]
+                    ref, archive = variant_image(name, built[base], cache)
+                else:
+                    ref, archive = build_one(name, cache, args.force)
+                    built[name] = archive
             except (DockerfileError, subprocess.CalledProcessError) as e:
                 print(f"build-images: {name}: {e}", file=sys.stderr)
                 return 1

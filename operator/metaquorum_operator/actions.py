@@ -84,6 +84,14 @@ class RemoveVoter:
 
 
 @dataclass(frozen=True, slots=True)
+class UpgradeKraftVersion:
+    """UpdateFeatures kraft.version=1 to the leader (a static quorum becomes dynamic,
+    migration.py)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Wait:
     reason: str
 
@@ -92,9 +100,11 @@ class Wait:
 class Refused:
     """Something the operator will not do by itself (a pod's volume holds another cluster's data
     or a replaced directory); nothing changes, a Warning Event and the Degraded condition say
-    why and how to fix it."""
+    why and how to fix it. `code` is the Degraded condition's reason: VolumeRefused, or
+    upgrades.py's UpgradeStalled (a pod does not start on the new image) and VersionSkew."""
 
     reason: str
+    code: str = "VolumeRefused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +138,7 @@ Action = (
     | ResignLeader
     | AddVoter
     | RemoveVoter
+    | UpgradeKraftVersion
     | Wait
     | Refused
     | Converged

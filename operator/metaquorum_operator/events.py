@@ -65,6 +65,7 @@ EVENT_REASONS: dict[type, str] = {
     planner.ResignLeader: "LeaderResigning",
     planner.AddVoter: "VoterAdded",
     planner.RemoveVoter: "VoterRemoved",
+    planner.UpgradeKraftVersion: "KraftVersionUpgraded",
 }
 
 

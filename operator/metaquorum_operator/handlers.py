@@ -11,7 +11,9 @@ change before they are sent and cleared when the leader answers (it answers once
 committed); the pending change is written to status.pendingOperation, so an operator restarted
 mid-change resumes it (progress_from_status), and so is what a quorum-wide manual roll has left
 (status.manualRoll; rolls.py). Every action is posted as a Kubernetes Event on the
-MetadataQuorum (events.py: a restart's reason is its cause); one Warning is posted when
+MetadataQuorum (events.py: a restart's reason is its cause); a Warning per membership problem
+when it first appears (members.py: PodNotInQuorum, VoterWithoutPod, DuplicateIncarnation); one
+Warning is posted when
 Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
 bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
 ReconciliationResumed). While paused (annotation
@@ -27,6 +29,7 @@ CRD's status schema is closed); status is written only when it changes.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import logging
@@ -41,7 +44,7 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import events, metrics, observe, planner, rolls
+from metaquorum_operator import events, members, metrics, observe, planner, rolls
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -139,7 +142,10 @@ def reconcile(
         logger.info("%s", events.describe(action))
 
     def failed(action: planner.Action, error: str) -> None:
-        reason = "ResignFailed" if isinstance(action, planner.ResignLeader) else "VoterChangeFailed"
+        reason = {
+            planner.ResignLeader: "ResignFailed",
+            planner.UpgradeKraftVersion: "KraftVersionUpgradeFailed",
+        }.get(type(action), "VoterChangeFailed")
         metrics.ERRORS.labels(reason).inc()
         kopf.warn(body, reason=reason, message=f"{events.describe(action)}: {error}")
 
@@ -181,6 +187,10 @@ def reconcile(
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
+    for problem in members.new_problems(
+        status.get("membershipProblems"), new["membershipProblems"] or []
+    ):
+        kopf.warn(body, reason=problem["kind"], message=problem["message"])
     paused = events.pause_event(dict(status), new)
     if paused is not None:
         kopf.event(body, type="Normal", reason=paused[0], message=paused[1])
@@ -223,6 +233,8 @@ class Quorum(Protocol):
 
     def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None: ...
 
+    def upgrade_kraft_version(self, desired: planner.Desired) -> None: ...
+
 
 class AdminQuorum:
     """The live quorum through metaquorum.admin, on the pods' stable names; over mutual TLS with
@@ -252,7 +264,19 @@ class AdminQuorum:
             return observe.Observation(None, str(e))
         port = desired.spec.controller_port
         bootstrap = observe.bootstrap_servers(desired.names, port, sts.replicas)
-        return observe.describe(bootstrap, tls=tls)
+        found = observe.describe(bootstrap, tls=tls)
+        if found.quorum is None:
+            return found
+        # each running pod's software version (upgrades.py), from its node's GET /status
+        hosts = {
+            p.ordinal: desired.names.pod_fqdn(p.ordinal)
+            for p in observed.pods
+            if not p.terminating and p.failing is None
+        }
+        versions = observe.versions(hosts, desired.spec.http_port)
+        return dataclasses.replace(
+            found, quorum=dataclasses.replace(found.quorum, versions=versions)
+        )
 
     def change(
         self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
@@ -271,6 +295,15 @@ class AdminQuorum:
     def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None:
         host = desired.names.pod_fqdn(action.node_id)
         observe.resign(host, desired.spec.http_port, action.epoch)
+
+    def upgrade_kraft_version(self, desired: planner.Desired) -> None:
+        try:
+            tls = self._tls(desired)
+        except ConfigError as e:
+            raise AdminError(str(e)) from None
+        port = desired.spec.controller_port
+        bootstrap = observe.bootstrap_servers(desired.names, port, desired.spec.replicas)
+        asyncio.run(observe.upgrade_kraft_version_async(bootstrap, tls=tls))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -319,6 +352,13 @@ def run_steps(
                 observed, observation, progress = look(progress)
                 break
             progress = dataclasses.replace(progress, pending=None)  # answered once committed
+        elif isinstance(action, planner.UpgradeKraftVersion):
+            try:
+                quorum.upgrade_kraft_version(desired)
+            except AdminError as e:
+                on_failure(action, str(e))
+                observed, observation, progress = look(progress)
+                break
         elif isinstance(action, planner.ResignLeader):
             # remembered before it is sent: a leader that ignores it is rolled after a bound
             asked = (action.node_id, action.epoch, clock())

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from metaquorum_operator import builders
+from metaquorum_operator import builders, upgrades
 from metaquorum_operator.actions import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 from metaquorum_operator.model import (
     GROUP,
@@ -65,6 +65,28 @@ def _refusal(status: Any) -> str | None:
             if t is not None and t.exit_code == builders.REFUSED_EXIT:
                 message = (t.message or "").strip().splitlines() or ["the volume was refused"]
                 return message[-1].removeprefix(builders.REFUSED_PREFIX)
+    return None
+
+
+def _failing(status: Any) -> str | None:
+    """A container of the pod waiting for a reason that means it will not start by itself
+    (upgrades.STALL_REASONS), as "<container> <reason>"."""
+    for cs in (
+        [*(status.init_container_statuses or []), *(status.container_statuses or [])]
+        if status
+        else []
+    ):
+        waiting = cs.state.waiting if cs.state else None
+        if waiting is not None and waiting.reason in upgrades.STALL_REASONS:
+            return f"{cs.name} {waiting.reason}"
+    return None
+
+
+def _unschedulable(conds: Any) -> str | None:
+    """The scheduler's reason when the pod cannot be placed (members.py)."""
+    for c in conds:
+        if c.type == "PodScheduled" and c.status == "False":
+            return str(c.reason or "Unschedulable")
     return None
 
 
@@ -132,6 +154,8 @@ class Kube:
                     uid=str(pm.uid or ""),
                     image=_node_image(p.spec),
                     manual_roll=annotation_on(pm.annotations, MANUAL_ROLL_ANNOTATION),
+                    failing=_failing(p.status),
+                    unschedulable=_unschedulable(conds),
                 )
             )
         return Observed(

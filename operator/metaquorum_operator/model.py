@@ -77,6 +77,9 @@ class QuorumSpec:
     tls_enabled: bool = False
     tls_secret_name: str | None = None
     cluster_id: str | None = None
+    # the software version spec.image runs, when the user declares it (upgrades.py checks the
+    # version skew before the first pod restarts; without it, once the first pod reports)
+    version: str | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -98,6 +101,7 @@ class QuorumSpec:
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
+            version=str(spec["version"]) if spec.get("version") else None,
         )
 
 

@@ -9,6 +9,8 @@ RemoveVoter to the leader as `kafka-metadata-quorum add-controller / remove-cont
 (metaquorum.admin.reconfig); both answer once the VotersRecord is committed. `resign` asks a
 leader to resign its epoch through its node's HTTP listener (POST /resign?epoch=N: Kafka has no
 wire RPC for it; the node's `RaftClient.resign(epoch)`), before a roll deletes its pod.
+`describe` also reads the finalized kraft.version (ApiVersions, as `kafka-features describe`),
+and `versions` each node's software version from its GET /status (upgrades.py).
 
 Invariants: `describe` never raises: any failure (no pod answers, no leader yet, timeout, a bad
 reply) is an `Observation` with `quorum=None` and a one-line `error`; it is bounded by
@@ -21,7 +23,9 @@ certificate, host names verified.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import ssl
 import urllib.error
@@ -36,6 +40,7 @@ from metaquorum.admin.client import (
     ReplicaInfo,
     parse_bootstrap,
 )
+from metaquorum.admin.features import describe_features, update_features
 from metaquorum.admin.reconfig import Listener, add_controller, remove_controller
 from metaquorum.protocol.types import Uuid
 
@@ -46,6 +51,7 @@ from metaquorum_operator.observed import ObservedQuorum, ReplicaState
 DESCRIBE_TIMEOUT_S = 3.0
 CHANGE_TIMEOUT_S = 15.0
 RESIGN_TIMEOUT_S = 3.0
+VERSION_TIMEOUT_S = 1.0
 # Kafka's Uuid.ZERO as a string: a replica that reports no directory id (pre-KIP-853 voter).
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -101,7 +107,13 @@ async def describe_async(
         async with asyncio.timeout(timeout_s):
             cluster = await admin.describe_cluster()
             info = await admin.describe_quorum()
-        return Observation(observed_quorum_of(cluster.cluster_id, info))
+        quorum = observed_quorum_of(cluster.cluster_id, info)
+        with contextlib.suppress(AdminError, OSError, ValueError, TimeoutError):
+            async with asyncio.timeout(timeout_s / 2):
+                features = await describe_features(admin)
+            kraft = next((f.finalized for f in features if f.name == "kraft.version"), None)
+            quorum = dataclasses.replace(quorum, kraft_version=kraft)
+        return Observation(quorum)
     except TimeoutError:
         return Observation(None, f"no answer from the quorum within {timeout_s:g} s")
     except AdminError as e:
@@ -155,6 +167,50 @@ def change(
 ) -> None:
     """Blocking form for a worker thread."""
     asyncio.run(change_async(action, bootstrap, endpoint, timeout_s, tls))
+
+
+async def upgrade_kraft_version_async(
+    bootstrap: str, timeout_s: float = CHANGE_TIMEOUT_S, tls: Tls = None
+) -> None:
+    """UpdateFeatures kraft.version=1 to the leader (as `kafka-features upgrade --feature
+    kraft.version=1`); AdminError with the leader's one line when refused."""
+    admin = AdminClient(parse_bootstrap(bootstrap), timeout_s=timeout_s, tls=tls)
+    try:
+        async with asyncio.timeout(timeout_s + 1):
+            outcome = await update_features(admin, {"kraft.version": 1})
+    except TimeoutError:
+        raise AdminError(f"no answer from the leader within {timeout_s:g} s") from None
+    except (OSError, ValueError) as e:
+        raise AdminError(f"{type(e).__name__}: {e}") from None
+    finally:
+        with contextlib.suppress(Exception):
+            await admin.close()
+    error = outcome.get("kraft.version")
+    if error is not None:
+        raise AdminError(f"could not upgrade kraft.version to 1: {error}")
+
+
+def version(host: str, http_port: int, timeout_s: float = VERSION_TIMEOUT_S) -> str | None:
+    """The software version a node reports on GET /status (node/metaquorum/runtime/version.py),
+    None when it does not answer or reports none."""
+    try:
+        url = f"http://{host}:{http_port}/status"
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            found = json.loads(r.read()).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(found) if found else None
+
+
+def versions(hosts: dict[int, str], http_port: int) -> tuple[tuple[int, str], ...]:
+    """(node id, version) of every node in `hosts` (id -> host) that answers, asked in
+    parallel, in VERSION_TIMEOUT_S in all."""
+    if not hosts:
+        return ()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(hosts), 8)) as pool:
+        answers = list(pool.map(lambda h: version(h, http_port), hosts.values()))
+    found = dict(zip(hosts, answers, strict=True))
+    return tuple(sorted((i, v) for i, v in found.items() if v is not None))
 
 
 def resign(host: str, http_port: int, epoch: int, timeout_s: float = RESIGN_TIMEOUT_S) -> str:

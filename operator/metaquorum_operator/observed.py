@@ -52,6 +52,11 @@ class ObservedPod:
     uid: str = ""
     image: str | None = None
     manual_roll: bool = False
+    # why a container of the pod does not start (e.g. "node CrashLoopBackOff",
+    # "node ImagePullBackOff"), None when none is failing (upgrades.py stops a roll on it)
+    failing: str | None = None
+    # the scheduler's reason when the pod cannot be placed (PodScheduled False), else None
+    unschedulable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,10 @@ class ObservedQuorum:
     high_watermark: int
     voters: tuple[ReplicaState, ...] = ()
     observers: tuple[ReplicaState, ...] = ()
+    # (node id, software version) of each node whose /status answered (upgrades.py)
+    versions: tuple[tuple[int, str], ...] = ()
+    # the finalized kraft.version (ApiVersions' finalized features), None when not read
+    kraft_version: int | None = None
 
     @property
     def has_leader(self) -> bool:
@@ -108,6 +117,9 @@ class ObservedQuorum:
 
     def leader(self) -> ReplicaState | None:
         return next((v for v in self.voters if v.id == self.leader_id), None)
+
+    def version_of(self, node_id: int) -> str | None:
+        return dict(self.versions).get(node_id)
 
     def voter_keys(self) -> frozenset[VoterKey]:
         return frozenset(v.key for v in self.voters)

@@ -16,11 +16,17 @@ Rules, in order (the first that applies wins):
    a pod with an empty volume formats --no-initial-controllers, never --standalone).
 2. Wait while the StatefulSet controller lags. A pod whose volume the format init container
    refused stops everything: Refused (Degraded).
-3. Wait for a leader (DescribeQuorum through the pods' stable names).
+   Upgrades (upgrades.py): the one pod down, failing on an old revision of the pod template
+   (the spec was fixed after a bad image), is deleted to come back on the current one.
+3. Wait for a leader (DescribeQuorum through the pods' stable names); a pod failing on a new
+   image mid-roll is Refused (UpgradeStalled) instead.
 4. A voter change issued and seen in the voter set but not yet committed: wait. One issued but
    not seen: issue the same change again (idempotent; the leader refuses a second one anyway).
-5. Disk loss: a voter (id, A) while its pod runs as observer (id, B): tombstone A in the
-   ConfigMap, then RemoveRaftVoter (id, A); rule 6 adds (id, B) once it is caught up.
+   A static quorum (finalized kraft.version 0) is first migrated: UpgradeKraftVersion once
+   every voter reports a directory id and is caught up, else Refused (migration.py).
+5. Disk loss: a voter (id, A), no longer caught up, while its pod runs as observer (id, B):
+   tombstone A in the ConfigMap, then RemoveRaftVoter (id, A); rule 6 adds (id, B) once it is
+   caught up. Both caught up is a duplicate (members.py): named, not acted on.
 6. Scale up / replacement: an observer whose id is a pod < spec.replicas and not a voter is
    added with AddRaftVoter once caught up (lag below a threshold) for `hold_ms` (before any
    removal, so a scale-down never removes the last voter while a member waits to be added).
@@ -29,7 +35,7 @@ Rules, in order (the first that applies wins):
 8. Shrink the StatefulSet one replica when its last pod is no longer a voter (its PVC goes by
    the StatefulSet's whenScaled retention policy, from spec.storage.deleteClaimsOnScaleDown).
    Rules 4-8 act while some pods are down (a dead voter can be removed); those below wait
-   until every pod exists and is ready.
+   until every pod exists and is ready (Refused, UpgradeStalled, when one fails on a new image).
 9. OnDelete roll: delete one pod due for a restart (rolls.py: an old revision of the pod
    template, ConfigChanged or ImageChanged; or ManualRoll: the annotation
    metaquorum.dev/manual-roll on the pod, or on the MetadataQuorum for every pod there when it
@@ -39,6 +45,8 @@ Rules, in order (the first that applies wins):
    still leading that epoch `resign_timeout_ms` after it was asked is deleted anyway (the
    node's SIGTERM hand-over resigns it). A quorum of one voter has nobody to hand over to.
    A quorum-wide manual roll with no pod left to restart: EndManualRoll (remove the annotation).
+   An image roll first checks the versions the nodes report against the skew rule
+   (upgrades.skew: Refused, VersionSkew).
 10. Grow the StatefulSet one replica when every pod is a voter and spec.replicas is larger.
 11. Converged when the voters are exactly pods 0..replicas-1; otherwise wait.
 
@@ -55,7 +63,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from metaquorum_operator import builders, rolls
+from metaquorum_operator import builders, migration, rolls, upgrades
 from metaquorum_operator.actions import (
     IDLE,
     VOTER_CHANGES,
@@ -71,6 +79,7 @@ from metaquorum_operator.actions import (
     ResignLeader,
     RestartCause,
     ScaleStatefulSet,
+    UpgradeKraftVersion,
     Wait,
 )
 from metaquorum_operator.membership import (
@@ -106,6 +115,7 @@ __all__ = [
     "RemoveVoter",
     "ResignLeader",
     "ScaleStatefulSet",
+    "UpgradeKraftVersion",
     "Wait",
     "plan",
 ]
@@ -202,8 +212,14 @@ def _plan(
     if refused:
         p = refused[0]
         return Refused(f"{p.name}: {p.volume_refused}")
+    fixed = upgrades.resume(desired.spec, observed)
+    if fixed is not None:
+        return fixed
     # 3. a leader to talk to
     if quorum is None or not quorum.has_leader:
+        stall = upgrades.stalled(desired.spec, observed)
+        if stall is not None:
+            return stall
         down = _members_down(observed)
         return Wait(
             "no leader: waiting for the quorum to elect one" + (f"; {down}" if down else "")
@@ -247,6 +263,10 @@ def _quorum_rules(
         if pending.key in {o.key for o in quorum.observers}:
             return _checked_add(pending.key, voters, healthy, f"resuming: {what}")
         return Wait(f"{what}: issued, not in the quorum yet")
+    # a static quorum (kraft.version 0) moves to kraft.version 1 before any voter change
+    migrate = migration.step(quorum, healthy)
+    if migrate is not None:
+        return migrate
     # 5. disk loss: the old incarnation goes first (a node id is a voter once)
     observers_by_id: dict[int, list[VoterKey]] = {}
     for o in quorum.observers:
@@ -254,7 +274,9 @@ def _quorum_rules(
             observers_by_id.setdefault(o.id, []).append(o.key)
     for v in sorted(voters):
         fresh = [k for k in observers_by_id.get(v.id, []) if k != v]
-        if fresh and v.directory_id:
+        # only when the old incarnation is gone (not caught up): two live ones are a duplicate
+        # the operator names (members.py) and leaves alone
+        if fresh and v.directory_id and v not in healthy:
             if v.directory_id not in observed.tombstones:
                 tombstones = observed.tombstones | {v.directory_id}
                 cm = desired.manifests(sts.replicas, True, tombstones)["ConfigMap"]
@@ -294,7 +316,7 @@ def _quorum_rules(
     # every member up before a roll or a new member
     down = _members_down(observed)
     if down:
-        return Wait(down)
+        return upgrades.stalled(desired.spec, observed) or Wait(down)
     # 9. OnDelete roll, one pod at a time, highest ordinal first, the leader last
     manual = rolls.roll_uids(desired.controls, progress, observed)
     due: list[tuple[ObservedPod, RestartCause, str]] = []
@@ -303,6 +325,10 @@ def _quorum_rules(
         if found is not None:
             due.append((pod, *found))
     due.sort(key=lambda d: (d[0].ordinal == quorum.leader_id, -d[0].ordinal))
+    if any(cause == "ImageChanged" for _, cause, _ in due):
+        skewed = upgrades.skew(desired.spec, observed, quorum)
+        if skewed is not None:
+            return skewed
     if due:
         p, cause, why = due[0]
         still = frozenset(k for k in healthy if k.id != p.ordinal)

@@ -15,7 +15,12 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
 - `ReconciliationPaused`: True (PausedByAnnotation) while annotation
   metaquorum.dev/pause-reconciliation is "true", with what waits in the message; False
   (Reconciling) otherwise. Progressing is False (reason ReconciliationPaused) while paused.
-- `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter has not been caught
+- `Upgrading` (upgrades.py): True while a pod runs another image than spec.image (RollingImage;
+  UpgradeStalled or VersionSkew when the roll stopped), False (UpToDate) otherwise.
+  `versions` lists each pod's image and the version its node reports; `kraftVersion` is the
+  finalized kraft.version. `membershipProblems` (members.py): dangling and duplicate members.
+- `Degraded`: True when a pod's volume is refused (VolumeRefused), a roll stopped (UpgradeStalled,
+  VersionSkew: upgrades.py) or a voter has not been caught
   up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
 Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
@@ -31,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metaquorum_operator import members, upgrades
 from metaquorum_operator.actions import (
     Action,
     AddVoter,
@@ -43,6 +49,7 @@ from metaquorum_operator.actions import (
     RemoveVoter,
     ResignLeader,
     ScaleStatefulSet,
+    UpgradeKraftVersion,
 )
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
 from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
@@ -75,6 +82,8 @@ def condition(
 
 
 def step_reason(action: Action) -> str:
+    if isinstance(action, Refused):
+        return action.code
     return {
         AddVoter: "AddingVoter",
         RemoveVoter: "RemovingVoter",
@@ -83,7 +92,7 @@ def step_reason(action: Action) -> str:
         ResignLeader: "Rolling",
         EndManualRoll: "Rolling",
         Apply: "Applying",
-        Refused: REFUSED_REASON,
+        UpgradeKraftVersion: "Migrating",
         Converged: "Converged",
         Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")
@@ -209,7 +218,7 @@ def compute_status(
     bound = settings.rejoin_bound_ms
     stuck = (progress or Progress()).lagging_longer_than(bound) if led else []
     if isinstance(action, Refused):
-        degraded = cond("Degraded", "True", REFUSED_REASON, action.reason)
+        degraded = cond("Degraded", "True", action.code, action.reason)
     elif stuck:
         ids = ", ".join(str(k.id) for k in stuck)
         degraded = cond(
@@ -234,6 +243,7 @@ def compute_status(
         ),
         degraded,
         paused_condition(action, cond),
+        cond("Upgrading", *upgrades.upgrading_condition(spec, observed, quorum, action)),
     ]
     status: dict[str, Any] = {
         "phase": phase_of(spec, observed, quorum, action, degraded["status"] == "True"),
@@ -252,6 +262,9 @@ def compute_status(
         "operation": operation_of(action, progress),
         "pendingOperation": pending_fields(progress),
         "manualRoll": manual_roll_fields(progress),
+        "versions": upgrades.versions_status(spec, observed, quorum) or None,
+        "kraftVersion": quorum.kraft_version if quorum is not None else None,
+        "membershipProblems": members.problems(observed, quorum, spec.replicas) or None,
         "conditions": conds,
     }
     if quorum is not None and led:

@@ -7,6 +7,8 @@ Role: expose the node's view of the quorum. /metrics uses Kafka's `raft-metrics`
 the latencies and rates windowed as Kafka's (runtime/raft_metrics.py), and prometheus_client's
 process and GC collectors (`process_resident_memory_bytes`, `process_open_fds`,
 `python_gc_collections_total{generation}`).
+/metrics also has `metaquorum_build_info{version=...} 1` and /status a `version`
+(runtime/version.py: the package version or METAQUORUM_VERSION_OVERRIDE; the operator reads it).
 /healthz is 200 while the driver runs; /readyz 200 when a leader is known and this replica is
 caught up (else 503 with the reason); /status the JSON of `node_status`; POST /snapshot
 snapshots the state machine now (the node side of `snapshot create`: 200 with the snapshot id,
@@ -38,6 +40,7 @@ from metaquorum.net.tls import TlsContexts
 from metaquorum.runtime.driver import Driver
 from metaquorum.runtime.node import NodeRuntime
 from metaquorum.runtime.status import is_ready, kafka_state_name, node_status
+from metaquorum.runtime.version import software_version
 
 PREFIX = "kafka_server_raft_metrics_"
 STATES = (
@@ -83,6 +86,11 @@ class RaftCollector(Collector):
             value=driver.stats.appends,
         )
         yield from windowed_metrics(driver)
+        info = GaugeMetricFamily(
+            "metaquorum_build_info", "the node's software version (1)", labels=["version"]
+        )
+        info.add_metric([software_version()], 1.0)
+        yield info
         yield GaugeMetricFamily(
             "metaquorum_fsyncs_total",
             "log fsyncs (group commit)",

@@ -18,6 +18,7 @@ from metaquorum.core.states import (
     UnattachedState,
 )
 from metaquorum.runtime.driver import Driver
+from metaquorum.runtime.version import SOFTWARE_NAME, software_version
 
 
 def kafka_state_name(driver: Driver) -> str:
@@ -45,6 +46,8 @@ def node_status(driver: Driver) -> dict[str, Any]:
     election = node.state.election(node.local_id)
     out: dict[str, Any] = {
         "node_id": node.local_id,
+        "software_name": SOFTWARE_NAME,
+        "version": software_version(),
         "cluster_id": driver.cluster_id,
         "state": kafka_state_name(driver),
         "leader_id": node.leader_id,

@@ -9,7 +9,7 @@ from unittest.mock import MagicMock
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from metaquorum_operator import builders
-from metaquorum_operator.kube import Kube, _refusal
+from metaquorum_operator.kube import Kube, _failing, _refusal, _unschedulable
 from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, Names
 from metaquorum_operator.planner import EndManualRoll
 
@@ -83,3 +83,20 @@ def test_end_manual_roll_removes_the_annotation_with_a_merge_patch() -> None:
     assert args[2:5] == ("ns", "metadataquorums", "q")
     assert args[5] == {"metadata": {"annotations": {MANUAL_ROLL_ANNOTATION: None}}}
     assert kwargs["_content_type"] == "application/merge-patch+json"
+
+
+def test_a_failing_container_and_an_unschedulable_pod_are_read() -> None:
+    def waiting(reason: str) -> client.V1PodStatus:
+        state = client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason=reason))
+        cs = client.V1ContainerStatus(
+            name="node", image="i", image_id="", ready=False, restart_count=2, state=state
+        )
+        return client.V1PodStatus(container_statuses=[cs])
+
+    assert _failing(waiting("CrashLoopBackOff")) == "node CrashLoopBackOff"
+    assert _failing(waiting("ImagePullBackOff")) == "node ImagePullBackOff"
+    assert _failing(waiting("ContainerCreating")) is None  # starting, not failing
+    assert _failing(client.V1PodStatus()) is None and _failing(None) is None
+    unscheduled = client.V1PodCondition(type="PodScheduled", status="False", reason="Unschedulable")
+    assert _unschedulable([unscheduled]) == "Unschedulable"
+    assert _unschedulable([client.V1PodCondition(type="PodScheduled", status="True")]) is None

@@ -81,6 +81,8 @@ class World:
     waited: int = 0
     record_offset: int = 0  # offset of the uncommitted VotersRecord (the HW stays below it)
     roll_annotation: bool = False  # metaquorum.dev/manual-roll on the MetadataQuorum
+    kraft_version: int | None = None  # the finalized kraft.version as ApiVersions tells it
+    kraft_upgrades: int = 0
 
     # ---- the quorum's truth --------------------------------------------------------------
     def voter_set(self) -> dict[int, str]:
@@ -224,7 +226,15 @@ class World:
         )
         hw = self.leo - 5 if self.uncommitted is None else min(self.leo - 5, self.record_offset)
         return observe.Observation(
-            ObservedQuorum("c", self.leader, self.epoch, hw, voters, observers)
+            ObservedQuorum(
+                "c",
+                self.leader,
+                self.epoch,
+                hw,
+                voters,
+                observers,
+                kraft_version=self.kraft_version,
+            )
         )
 
     def apply(self, action: planner.Action) -> None:
@@ -289,6 +299,13 @@ class World:
         if others:
             self.leader, self.epoch = others[0], self.epoch + 1
 
+    def upgrade_kraft_version(self) -> None:
+        """UpdateFeatures kraft.version=1: the leader commits it (a majority up) for good."""
+        self.kraft_upgrades += 1
+        if self.leader < 0 or not self.up_majority(self.voter_set()):
+            raise AdminError("REQUEST_TIMED_OUT")
+        self.kraft_version = 1
+
     # ---- faults --------------------------------------------------------------------------
     def lose_disk(self, i: int) -> None:
         """Pod i and its PVC go; the StatefulSet recreates both, empty."""
@@ -336,3 +353,6 @@ class ModelQuorum:
 
     def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None:
         self.world.resign(action)
+
+    def upgrade_kraft_version(self, desired: planner.Desired) -> None:
+        self.world.upgrade_kraft_version()

@@ -1,0 +1,40 @@
+"""The node reports its software version (runtime/version.py) on /status and /metrics: the
+package version, or METAQUORUM_VERSION_OVERRIDE (how e2e makes a second image of this code)."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import metaquorum
+from metaquorum.runtime.local_quorum import LocalQuorum
+from metaquorum.runtime.version import software_version
+
+from tests.integration.quorum_fixture import FAST, wait_for
+
+
+def test_software_version_is_the_package_version_unless_overridden() -> None:
+    assert software_version({}) == metaquorum.__version__
+    assert software_version({"METAQUORUM_VERSION_OVERRIDE": " 0.2.0 "}) == "0.2.0"
+    assert software_version({"METAQUORUM_VERSION_OVERRIDE": ""}) == metaquorum.__version__
+
+
+def test_a_running_node_reports_its_version_on_status_and_metrics(tmp_path: Path) -> None:
+    q = LocalQuorum(tmp_path, 2, extra=FAST)
+    q.write_configs()
+    q.format()
+    q.start(1)
+    q.start(2, extra_env={"METAQUORUM_VERSION_OVERRIDE": "9.8.7"})
+    try:
+        wait_for(lambda: all(s is not None for s in q.statuses().values()), 30, "/status")
+        statuses = q.statuses()
+        assert statuses[1] is not None and statuses[2] is not None
+        assert statuses[1]["version"] == metaquorum.__version__
+        assert statuses[1]["software_name"] == "metaquorum"
+        assert statuses[2]["version"] == "9.8.7"
+        url = f"http://127.0.0.1:{q.nodes[2].http_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text = r.read().decode()
+        assert 'metaquorum_build_info{version="9.8.7"} 1.0' in text
+    finally:
+        q.stop_all()
