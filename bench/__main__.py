@@ -46,7 +46,7 @@ FULL: dict[str, Any] = {
     "clients": [1, 16, 256, 1024],
     "seconds": 8.0,
     "warmup": 2.0,
-    "perf_rates": [1000, 5000, 20000],
+    "perf_rates": [1000, 2000, 5000, 10000, 20000],  # also the saturation sweep (report.py)
     "perf_seconds": 30.0,
     "failover_rate": 1000,
     "kills": 20,

@@ -142,6 +142,43 @@ def _closed_loop(res: dict[str, Any], stem: Path, md: list[str]) -> None:
     md += [f"![latency CDFs]({stem.name}-latency-cdf.png)", ""]
 
 
+SATURATION_P99_MS = 50.0
+SATURATION_ACHIEVED = 0.95
+
+
+def saturation_rate(rows: list[dict[str, Any]]) -> int | None:
+    """The highest offered rate at which a system kept up (achieved >= 95% of offered) with a
+    printed p99 <= 50 ms: issue 28's saturation bar. None when no rate qualified."""
+    ok = [
+        r["offered_per_s"]
+        for r in rows
+        if "error" not in r
+        and (r.get("printed") or {}).get("p99_ms") is not None
+        and r["printed"]["p99_ms"] <= SATURATION_P99_MS
+        and r["achieved_per_s"] >= SATURATION_ACHIEVED * r["offered_per_s"]
+    ]
+    return max(ok) if ok else None
+
+
+def _saturation(pt: dict[str, list[dict[str, Any]]]) -> list[str]:
+    if not pt:
+        return []
+    rates = {name: saturation_rate(rows) for name, rows in pt.items()}
+    offered = sorted({r["offered_per_s"] for rows in pt.values() for r in rows if "error" not in r})
+    cells = ", ".join(
+        f"{NAMES.get(n, n)}: {r if r is not None else 'none'}" for n, r in rates.items()
+    )
+    line = (
+        f"Saturation (offered {', '.join(map(str, offered))}/s): the highest offered rate with "
+        f"p99 <= {SATURATION_P99_MS:.0f} ms and >= {SATURATION_ACHIEVED:.0%} of it committed: "
+        f"{cells}"
+    )
+    o, k = rates.get("ours"), rates.get("kafka")
+    if o is not None and k is not None:
+        line += f"; ours / Kafka = {_ratio(o, k)}"
+    return [line + ".", ""]
+
+
 def _perf(res: dict[str, Any], stem: Path, md: list[str]) -> None:
     pt = res.get("perf_test", {})
     md += ["## Leader-generated load: `metaquorum perf-test` vs Kafka's `TestRaftServer`", ""]
@@ -185,6 +222,7 @@ def _perf(res: dict[str, Any], stem: Path, md: list[str]) -> None:
             f"| {_ratio(o['cpu_per_1000'], k['cpu_per_1000'])} |"
         )
     md.append("")
+    md += _saturation(pt)
     if not by_rate:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))

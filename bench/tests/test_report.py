@@ -73,3 +73,15 @@ def test_profile_summary_self_and_inclusive(tmp_path: Path) -> None:
     assert s["self"][0] == ["g (a/z.py)", 75.0]
     incl = dict((k, v) for k, v in s["inclusive"])
     assert incl["f (a/y.py)"] == 100.0
+
+
+def test_saturation_is_the_highest_rate_kept_up_with_p99_under_50ms() -> None:
+    from bench.report import saturation_rate
+
+    def row(rate: int, achieved: float, p99: float | None) -> dict[str, object]:
+        return {"offered_per_s": rate, "achieved_per_s": achieved, "printed": {"p99_ms": p99}}
+
+    rows = [row(1000, 1000, 5), row(5000, 4990, 49), row(10000, 9990, 51), row(20000, 12000, 30)]
+    assert saturation_rate(rows) == 5000  # 10k misses the p99, 20k did not keep up
+    assert saturation_rate([row(1000, 1000, 80), {"error": "boom"}]) is None
+    assert saturation_rate([row(1000, 1000, None)]) is None
