@@ -28,7 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +60,8 @@ exec metaquorum backup prune "$BACKUP_URL" --keep "$BACKUP_KEEP"
 """
 
 _MACROS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-_MONTHS = "JAN FEB MAR APR MAY JUN JUL AUG SEP OCT NOV DEC".split()
-_DAYS = "SUN MON TUE WED THU FRI SAT".split()
+_MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+_DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
 # (name, low, high, names for low.. in order)
 _FIELDS = (
     ("minute", 0, 59, ()),
@@ -77,7 +77,7 @@ class BackupSpecError(ValueError):
     """spec.backup the operator cannot run; the message is one line naming the fix."""
 
 
-def _value(text: str, low: int, high: int, names: tuple[str, ...] | list[str], what: str) -> int:
+def _value(text: str, low: int, high: int, names: Sequence[str], what: str) -> int:
     if text.isdigit():
         v = int(text)
     elif text.upper() in names:

@@ -41,7 +41,7 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import events, metrics, observe, planner, rolls
+from metaquorum_operator import backup_kube, events, metrics, observe, planner, rolls
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -178,6 +178,23 @@ def reconcile(
         settings=desired.operator.catch_up,
     )
     new["tls"] = tls_status(quorum_spec)
+    backup = backup_kube.reconcile(
+        backup_kube.BackupKube(_api()),
+        spec=dict(spec),
+        quorum_spec=quorum_spec,
+        names=names,
+        owner=desired.owner,
+        previous=dict(status),
+        generation=generation,
+        now=_now(),
+        paused=controls.paused,
+        post=lambda kind, reason, message: kopf.event(
+            body, type=kind, reason=reason, message=message
+        ),
+    )
+    new["backup"] = backup.fields if backup is not None else None
+    if backup is not None:
+        new["conditions"].append(backup.condition)
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])

@@ -9,7 +9,6 @@ import json
 from typing import Any
 
 import pytest
-
 from metaquorum_operator import backups, builders
 from metaquorum_operator.backups import BackupSpec, BackupSpecError, check_schedule
 from metaquorum_operator.model import Names, Owner, QuorumSpec
@@ -27,7 +26,14 @@ def _spec(**backup: Any) -> BackupSpec:
 
 @pytest.mark.parametrize(
     "good",
-    ["*/5 * * * *", "0 3 * * *", "0 3 * * MON-FRI", "15,45 1-5/2 1 JAN,jul 0", "@daily", "? * * * 7"],
+    [
+        "*/5 * * * *",
+        "0 3 * * *",
+        "0 3 * * MON-FRI",
+        "15,45 1-5/2 1 JAN,jul 0",
+        "@daily",
+        "? * * * 7",
+    ],
 )
 def test_schedules_a_cronjob_accepts(good: str) -> None:
     check_schedule(good)
@@ -131,9 +137,7 @@ def test_job_pods_are_not_selected_by_the_quorum() -> None:
     labels = cj["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
     selector = NAMES.selector_labels()
     assert not all(labels.get(k) == v for k, v in selector.items())
-    assert backups.job_selector(NAMES) == ",".join(
-        f"{k}={v}" for k, v in sorted(labels.items())
-    )
+    assert backups.job_selector(NAMES) == ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def test_tls_mounts_the_secret_and_writes_a_command_config() -> None:
@@ -185,9 +189,7 @@ def _run_script(tmp_path: Any, env: dict[str, str], fail_create: bool = False) -
     log = tmp_path / "calls"
     fake = bin_dir / "metaquorum"
     code = "exit 1" if fail_create else "exit 0"
-    fake.write_text(
-        f'#!/bin/sh\necho "$*" >> {log}\n[ "$2" = create ] && {{ {code}; }}\nexit 0\n'
-    )
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$2" = create ] && {{ {code}; }}\nexit 0\n')
     fake.chmod(0o755)
     script = backups.SCRIPT.replace(backups.COMMAND_CONFIG, str(tmp_path / "cc.properties"))
     full = {"PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
