@@ -41,7 +41,7 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import backup_kube, events, metrics, observe, planner, rolls
+from metaquorum_operator import backup_kube, events, metrics, observe, planner, rolls, survey
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -269,7 +269,12 @@ class AdminQuorum:
             return observe.Observation(None, str(e))
         port = desired.spec.controller_port
         bootstrap = observe.bootstrap_servers(desired.names, port, sts.replicas)
-        return observe.describe(bootstrap, tls=tls)
+        found = observe.describe(bootstrap, tls=tls)
+        if found.quorum is None or not found.quorum.has_leader:
+            # no leader: ask each pod's node itself, for the lost-majority check
+            views = survey.survey(desired.names, desired.spec.http_port, observed.pods)
+            found = dataclasses.replace(found, nodes=views)
+        return found
 
     def change(
         self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
@@ -321,7 +326,7 @@ def run_steps(
     observed, observation, progress = look(progress)
     action: planner.Action = planner.Converged()
     for _step in range(MAX_STEPS):
-        action = planner.plan(desired, observed, observation.quorum, progress)
+        action = planner.plan(desired, observed, observation.quorum, progress, observation.nodes)
         if isinstance(action, planner.IDLE):
             break
         if isinstance(action, planner.VOTER_CHANGES):

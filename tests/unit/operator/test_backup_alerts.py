@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import yaml
-
 from metaquorum_operator import backup_metrics
 
 RULES = Path(__file__).resolve().parents[3] / "docs" / "alerts" / "metaquorum-backup.rules.yaml"
