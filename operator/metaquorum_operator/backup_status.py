@@ -173,7 +173,7 @@ def backup_status(
         entry: dict[str, Any] = {"time": ok.finished_at, "job": ok.name}
         s = summary_of(ok.message)
         if s is not None:
-            for key in ("name", "url", "endOffset", "sizeBytes", "durationSeconds"):
+            for key in ("name", "url", "clusterId", "endOffset", "sizeBytes", "durationSeconds"):
                 if key in s:
                     entry[key] = s[key]
         if last_ok is None or last_ok.get("job") != ok.name:

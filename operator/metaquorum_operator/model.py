@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metaquorum_operator.membership import CatchUp
+from metaquorum_operator.restore_from import RestoreFrom
 
 GROUP = "metaquorum.dev"
 VERSION = "v1alpha1"
@@ -77,6 +78,7 @@ class QuorumSpec:
     tls_enabled: bool = False
     tls_secret_name: str | None = None
     cluster_id: str | None = None
+    restore_from: RestoreFrom | None = None  # spec.restoreFrom (restore_from.py)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -98,6 +100,7 @@ class QuorumSpec:
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
+            restore_from=RestoreFrom.from_spec(spec.get("restoreFrom")),
         )
 
 
