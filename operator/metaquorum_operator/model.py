@@ -38,6 +38,8 @@ CLUSTER_DOMAIN = "cluster.local"
 # the operator (docs/operator.md, "Everyday controls"). The value "true" (any case) turns one on.
 PAUSE_ANNOTATION = "metaquorum.dev/pause-reconciliation"
 MANUAL_ROLL_ANNOTATION = "metaquorum.dev/manual-roll"
+# names the survivor to re-form a lost quorum around (recover_from.py; its value is a pod name)
+RECOVER_FROM_ANNOTATION = "metaquorum.dev/recover-from"
 
 # Keys the operator writes itself; the CRD refuses them in spec.config (keep both lists equal).
 MANAGED_KEYS = frozenset(
@@ -118,12 +120,15 @@ class Controls:
 
     paused: bool = False
     manual_roll: bool = False
+    recover_from: str | None = None  # metaquorum.dev/recover-from: checked only (issue 31)
 
     @classmethod
     def from_annotations(cls, annotations: Mapping[str, str] | None) -> Controls:
+        recover = str((annotations or {}).get(RECOVER_FROM_ANNOTATION, "")).strip()
         return cls(
             paused=annotation_on(annotations, PAUSE_ANNOTATION),
             manual_roll=annotation_on(annotations, MANUAL_ROLL_ANNOTATION),
+            recover_from=recover or None,
         )
 
 

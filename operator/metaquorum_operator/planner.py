@@ -90,6 +90,7 @@ from metaquorum_operator.observed import (
     VoterKey,
 )
 from metaquorum_operator.quorum_lost import NodeView, formed_by_survey, lost_majority
+from metaquorum_operator.recover_from import check_survivor
 
 __all__ = [
     "IDLE",
@@ -197,7 +198,11 @@ def _plan(
     # 0b. a lost majority: say so, change nothing
     lost = None if led else lost_majority(observed.pods, nodes)
     if lost is not None:
-        return QuorumLost(lost.reason, lost.voters, lost.empty + lost.unreachable)
+        reason = lost.reason
+        if desired.controls.recover_from:  # checked, not acted on (recover_from.py)
+            _, line = check_survivor(desired.controls.recover_from, desired.names, lost, nodes)
+            reason = f"{reason}; {line}"
+        return QuorumLost(reason, lost.voters, lost.empty + lost.unreachable)
     formed = observed.formed or led or formed_by_survey(nodes)
     # 1. owned objects exist and are current
     step = _objects(desired, observed, formed, observed.tombstones)
