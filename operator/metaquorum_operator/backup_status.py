@@ -189,7 +189,11 @@ def backup_status(
     )
     if failing:
         assert bad is not None
-        why = _last_line(bad.message) or bad.failure_reason or "the Job failed"
+        taken = summary_of(bad.message)
+        if taken is not None:  # create wrote its summary, then prune failed
+            why = f"backup {taken.get('name')} was taken but pruning failed (see the Job's log)"
+        else:
+            why = _last_line(bad.message) or bad.failure_reason or "the Job failed"
         fields["lastFailed"] = {"time": bad.finished_at, "job": bad.name, "message": why}
         if (old.get("lastFailed") or {}).get("job") != bad.name:
             events.append(("Warning", "BackupFailed", f"backup Job {bad.name} failed: {why}"))

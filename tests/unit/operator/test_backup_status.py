@@ -237,3 +237,13 @@ def test_reconcile_leaves_a_foreign_cronjob_alone() -> None:
     r, _ = _reconcile(kube, SPEC)
     assert [w.kind for w in kube.writes] == ["ServiceAccount"]
     assert (r.condition["status"], r.condition["reason"]) == ("True", "NotOwned")
+
+
+def test_a_failed_prune_after_a_backup_says_so() -> None:
+    assert BACKUP is not None
+    job = ObservedJob(
+        "q-backup-5", "2026-11-26T12:00:05Z", failed=True, message=_summary("n5", 9, 9)
+    )
+    r = backup_status(BACKUP, None, ObservedBackup(jobs=(job,)), {}, generation=1, now=NOW)
+    assert r is not None and r.condition["status"] == "True"
+    assert "backup n5 was taken but pruning failed" in r.condition["message"]
