@@ -108,6 +108,17 @@ class Refused:
 
 
 @dataclass(frozen=True, slots=True)
+class QuorumLost:
+    """A majority of the voters is unreachable or came back empty (quorum_lost.py): the
+    operator changes nothing — no object, no pod, no voter — and never wipes or re-bootstraps;
+    the QuorumLost condition names the voters."""
+
+    reason: str
+    voters: tuple[int, ...] = ()
+    lost: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Converged:
     reason: str = "all objects up to date, all replicas ready and voters"
 
@@ -141,9 +152,10 @@ Action = (
     | UpgradeKraftVersion
     | Wait
     | Refused
+    | QuorumLost
     | Converged
     | Paused
 )
 VOTER_CHANGES = (AddVoter, RemoveVoter)
 # the actions that change nothing: the step loop stops at one
-IDLE = (Wait, Refused, Converged, Paused)
+IDLE = (Wait, Refused, QuorumLost, Converged, Paused)

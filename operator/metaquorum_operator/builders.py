@@ -68,6 +68,13 @@ if [ -f "$meta" ]; then
 fi
 mode=--no-initial-controllers
 if [ "$METAQUORUM_NODE_ID" = 0 ] && [ "$(cat "$cfg/{BOOTSTRAP_KEY}")" = standalone ]; then
+  if [ -n "${{RESTORE_FROM:-}}" ]; then
+    # spec.restoreFrom: pod 0 of a new quorum starts from a backup (restore_from.py)
+    out=$(metaquorum backup restore "$RESTORE_FROM" "$@" --cluster-id "$CLUSTER_ID" 2>&1) \
+      || refuse "$(printf '%s\n' "$out" | tail -n 1)"
+    echo "$out"
+    exit 0
+  fi
   mode=--standalone
 fi
 exec metaquorum storage format "$@" --cluster-id "$CLUSTER_ID" $mode
@@ -282,14 +289,15 @@ def _mounts(spec: QuorumSpec) -> list[dict[str, Any]]:
 
 def format_container(spec: QuorumSpec, names: Names) -> dict[str, Any]:
     """The init container that formats an empty volume (FORMAT_SCRIPT)."""
+    restore = spec.restore_from
     c: dict[str, Any] = {
         "name": "format",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
         "command": ["sh", "-c", FORMAT_SCRIPT, "metaquorum-format"],
         "args": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE}"],
-        "env": _env(spec, names),
-        "volumeMounts": _mounts(spec),
+        "env": _env(spec, names) + (restore.env() if restore else []),
+        "volumeMounts": _mounts(spec) + (restore.mounts() if restore else []),
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     if spec.resources:
@@ -331,6 +339,8 @@ def statefulset(spec: QuorumSpec, names: Names, owner: Owner, replicas: int) -> 
     volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": names.configmap}}]
     if spec.tls_enabled:
         volumes.append({"name": "tls", "secret": {"secretName": spec.tls_secret_name}})
+    if spec.restore_from is not None:
+        volumes += spec.restore_from.volumes()
     claim_spec: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": spec.storage_size}},

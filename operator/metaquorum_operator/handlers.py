@@ -44,7 +44,16 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import events, members, metrics, observe, planner, rolls
+from metaquorum_operator import (
+    backup_kube,
+    events,
+    members,
+    metrics,
+    observe,
+    planner,
+    rolls,
+    survey,
+)
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -184,6 +193,23 @@ def reconcile(
         settings=desired.operator.catch_up,
     )
     new["tls"] = tls_status(quorum_spec)
+    backup = backup_kube.reconcile(
+        backup_kube.BackupKube(_api()),
+        spec=dict(spec),
+        quorum_spec=quorum_spec,
+        names=names,
+        owner=desired.owner,
+        previous=dict(status),
+        generation=generation,
+        now=_now(),
+        paused=controls.paused,
+        post=lambda kind, reason, message: kopf.event(
+            body, type=kind, reason=reason, message=message
+        ),
+    )
+    new["backup"] = backup.fields if backup is not None else None
+    if backup is not None:
+        new["conditions"].append(backup.condition)
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
@@ -265,6 +291,10 @@ class AdminQuorum:
         port = desired.spec.controller_port
         bootstrap = observe.bootstrap_servers(desired.names, port, sts.replicas)
         found = observe.describe(bootstrap, tls=tls)
+        if found.quorum is None or not found.quorum.has_leader:
+            # no leader: ask each pod's node itself, for the lost-majority check
+            views = survey.survey(desired.names, desired.spec.http_port, observed.pods)
+            found = dataclasses.replace(found, nodes=views)
         if found.quorum is None:
             return found
         # each running pod's software version (upgrades.py), from its node's GET /status
@@ -337,7 +367,7 @@ def run_steps(
     observed, observation, progress = look(progress)
     action: planner.Action = planner.Converged()
     for _step in range(MAX_STEPS):
-        action = planner.plan(desired, observed, observation.quorum, progress)
+        action = planner.plan(desired, observed, observation.quorum, progress, observation.nodes)
         if isinstance(action, planner.IDLE):
             break
         if isinstance(action, planner.VOTER_CHANGES):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metaquorum_operator.membership import CatchUp
+from metaquorum_operator.restore_from import RestoreFrom
 
 GROUP = "metaquorum.dev"
 VERSION = "v1alpha1"
@@ -37,6 +38,8 @@ CLUSTER_DOMAIN = "cluster.local"
 # the operator (docs/operator.md, "Everyday controls"). The value "true" (any case) turns one on.
 PAUSE_ANNOTATION = "metaquorum.dev/pause-reconciliation"
 MANUAL_ROLL_ANNOTATION = "metaquorum.dev/manual-roll"
+# names the survivor to re-form a lost quorum around (recover_from.py; its value is a pod name)
+RECOVER_FROM_ANNOTATION = "metaquorum.dev/recover-from"
 
 # Keys the operator writes itself; the CRD refuses them in spec.config (keep both lists equal).
 MANAGED_KEYS = frozenset(
@@ -80,6 +83,7 @@ class QuorumSpec:
     # the software version spec.image runs, when the user declares it (upgrades.py checks the
     # version skew before the first pod restarts; without it, once the first pod reports)
     version: str | None = None
+    restore_from: RestoreFrom | None = None  # spec.restoreFrom (restore_from.py)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -102,6 +106,7 @@ class QuorumSpec:
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
             version=str(spec["version"]) if spec.get("version") else None,
+            restore_from=RestoreFrom.from_spec(spec.get("restoreFrom")),
         )
 
 
@@ -119,12 +124,15 @@ class Controls:
 
     paused: bool = False
     manual_roll: bool = False
+    recover_from: str | None = None  # metaquorum.dev/recover-from: checked only (issue 31)
 
     @classmethod
     def from_annotations(cls, annotations: Mapping[str, str] | None) -> Controls:
+        recover = str((annotations or {}).get(RECOVER_FROM_ANNOTATION, "")).strip()
         return cls(
             paused=annotation_on(annotations, PAUSE_ANNOTATION),
             manual_roll=annotation_on(annotations, MANUAL_ROLL_ANNOTATION),
+            recover_from=recover or None,
         )
 
 

@@ -47,6 +47,7 @@ from metaquorum.protocol.types import Uuid
 from metaquorum_operator.actions import AddVoter, RemoveVoter
 from metaquorum_operator.model import Names
 from metaquorum_operator.observed import ObservedQuorum, ReplicaState
+from metaquorum_operator.quorum_lost import NodeView
 
 DESCRIBE_TIMEOUT_S = 3.0
 CHANGE_TIMEOUT_S = 15.0
@@ -60,6 +61,8 @@ ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 class Observation:
     quorum: ObservedQuorum | None
     error: str = ""
+    # each pod's own view (GET /status), surveyed when no leader answers (survey.py)
+    nodes: tuple[NodeView, ...] = ()
 
 
 def bootstrap_servers(names: Names, port: int, members: int) -> str:

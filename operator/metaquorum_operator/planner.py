@@ -59,7 +59,7 @@ touches an object it does not own (ownerReference uid).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,7 @@ from metaquorum_operator.actions import (
     DeletePod,
     EndManualRoll,
     Paused,
+    QuorumLost,
     Refused,
     RemoveVoter,
     ResignLeader,
@@ -97,6 +98,8 @@ from metaquorum_operator.observed import (
     ObservedQuorum,
     VoterKey,
 )
+from metaquorum_operator.quorum_lost import NodeView, formed_by_survey, lost_majority
+from metaquorum_operator.recover_from import check_survivor
 
 __all__ = [
     "IDLE",
@@ -111,6 +114,7 @@ __all__ = [
     "EndManualRoll",
     "NotOwned",
     "Paused",
+    "QuorumLost",
     "Refused",
     "RemoveVoter",
     "ResignLeader",
@@ -178,16 +182,17 @@ def plan(
     observed: Observed,
     quorum: ObservedQuorum | None = None,
     progress: Progress | None = None,
+    nodes: Sequence[NodeView] = (),
 ) -> Action:
     if desired.controls.paused:
         # 0. paused: nothing, whatever the world looks like
         try:
-            waiting = _plan(desired, observed, quorum, progress)
+            waiting = _plan(desired, observed, quorum, progress, nodes)
         except NotOwned as e:
             waiting = Wait(str(e))
         assert not isinstance(waiting, Paused)
         return Paused(waiting, roll_waits=rolls.roll_waits(desired.controls, observed))
-    return _plan(desired, observed, quorum, progress)
+    return _plan(desired, observed, quorum, progress, nodes)
 
 
 def _plan(
@@ -195,10 +200,20 @@ def _plan(
     observed: Observed,
     quorum: ObservedQuorum | None,
     progress: Progress | None,
+    nodes: Sequence[NodeView] = (),
 ) -> Action:
     progress = progress or Progress()
     settings = desired.operator.catch_up
-    formed = observed.formed or (quorum is not None and quorum.has_leader)
+    led = quorum is not None and quorum.has_leader
+    # 0b. a lost majority: say so, change nothing
+    lost = None if led else lost_majority(observed.pods, nodes)
+    if lost is not None:
+        reason = lost.reason
+        if desired.controls.recover_from:  # checked, not acted on (recover_from.py)
+            _, line = check_survivor(desired.controls.recover_from, desired.names, lost, nodes)
+            reason = f"{reason}; {line}"
+        return QuorumLost(reason, lost.voters, lost.empty + lost.unreachable)
+    formed = observed.formed or led or formed_by_survey(nodes)
     # 1. owned objects exist and are current
     step = _objects(desired, observed, formed, observed.tombstones)
     if step is not None:

@@ -20,9 +20,12 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   `versions` lists each pod's image and the version its node reports; `kraftVersion` is the
   finalized kraft.version. `membershipProblems` (members.py): dangling and duplicate members.
 - `Degraded`: True when a pod's volume is refused (VolumeRefused), a roll stopped (UpgradeStalled,
-  VersionSkew: upgrades.py) or a voter has not been caught
-  up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
+  VersionSkew: upgrades.py), a majority of the voters is lost (QuorumLost) or a voter has not been
+  caught up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
+- `QuorumLost`: True (MajorityLost) while the planner returns QuorumLost (quorum_lost.py: a
+  majority of the voters unreachable or came back empty; the message names them and the
+  survivors), also while paused; False (QuorumIntact) otherwise.
 Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
 leader / spec.replicas, 0/N without a leader) and `operation` (`operation_of`: the voter change
 in flight, else what the planner chose, e.g. "Rolling q-2"; Idle when converged).
@@ -45,6 +48,7 @@ from metaquorum_operator.actions import (
     DeletePod,
     EndManualRoll,
     Paused,
+    QuorumLost,
     Refused,
     RemoveVoter,
     ResignLeader,
@@ -57,6 +61,7 @@ from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
 
 REFUSED_REASON = "VolumeRefused"
 PAUSED_CONDITION = "ReconciliationPaused"
+LOST_CONDITION = "QuorumLost"
 
 
 def condition(
@@ -93,6 +98,7 @@ def step_reason(action: Action) -> str:
         EndManualRoll: "Rolling",
         Apply: "Applying",
         UpgradeKraftVersion: "Migrating",
+        QuorumLost: LOST_CONDITION,
         Converged: "Converged",
         Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")
@@ -217,8 +223,11 @@ def compute_status(
     healthy_voters = [v for v in quorum.voters if v.key in healthy] if quorum is not None else []
     bound = settings.rejoin_bound_ms
     stuck = (progress or Progress()).lagging_longer_than(bound) if led else []
+    lost = lost_of(action)
     if isinstance(action, Refused):
         degraded = cond("Degraded", "True", action.code, action.reason)
+    elif lost is not None:
+        degraded = cond("Degraded", "True", LOST_CONDITION, lost.reason)
     elif stuck:
         ids = ", ".join(str(k.id) for k in stuck)
         degraded = cond(
@@ -232,7 +241,7 @@ def compute_status(
         degraded = cond("Degraded", "False", "CatchingUp", f"voters catching up: {ids}")
     else:
         degraded = cond("Degraded", "False", "AsExpected", "every voter is caught up")
-    done = isinstance(action, Converged | Paused)
+    done = isinstance(action, Converged | Paused | QuorumLost)
     conds = [
         available_condition(quorum, quorum_error, sts is not None, settings, cond),
         cond(
@@ -244,6 +253,7 @@ def compute_status(
         degraded,
         paused_condition(action, cond),
         cond("Upgrading", *upgrades.upgrading_condition(spec, observed, quorum, action)),
+        lost_condition(lost, cond),
     ]
     status: dict[str, Any] = {
         "phase": phase_of(spec, observed, quorum, action, degraded["status"] == "True"),
@@ -271,6 +281,22 @@ def compute_status(
         status.update(quorum_fields(quorum))
         status["clusterId"] = quorum.cluster_id or cluster_id
     return status
+
+
+def lost_of(action: Action) -> QuorumLost | None:
+    """The QuorumLost the planner returned, also when it is what a pause holds."""
+    if isinstance(action, Paused):
+        action = action.held
+    return action if isinstance(action, QuorumLost) else None
+
+
+def lost_condition(lost: QuorumLost | None, cond: Any) -> dict[str, Any]:
+    """QuorumLost: True (MajorityLost) naming the voters lost, else False (QuorumIntact)."""
+    if lost is not None:
+        return dict(cond(LOST_CONDITION, "True", "MajorityLost", lost.reason))
+    return dict(
+        cond(LOST_CONDITION, "False", "QuorumIntact", "no majority of the voters is known lost")
+    )
 
 
 def paused_condition(action: Action, cond: Any) -> dict[str, Any]:

@@ -38,6 +38,15 @@ class Destination(Protocol):
         """Names of the complete backups (those with a manifest), oldest name first."""
         ...
 
+    def delete_manifest(self, name: str) -> None:
+        """Remove backup `name`'s manifest (durably): from then on it is not listed."""
+        ...
+
+    def delete_files(self, name: str, files: list[str]) -> None:
+        """Remove these data files of backup `name` (absent ones are no error), then its
+        directory when empty (local)."""
+        ...
+
 
 def split_backup_url(url: str) -> tuple[str, str]:
     """`URL/NAME` -> (URL, NAME)."""
@@ -114,3 +123,21 @@ class LocalDestination:
     def names(self) -> list[str]:
         root = self._root()
         return sorted(d.name for d in root.iterdir() if (d / MANIFEST).is_file())
+
+    def delete_manifest(self, name: str) -> None:
+        d = self._root() / name
+        (d / MANIFEST).unlink(missing_ok=True)
+        fsync_dir(d)
+
+    def delete_files(self, name: str, files: list[str]) -> None:
+        d = self._root() / name
+        for file in files:
+            if "/" in file or file in ("", ".", ".."):
+                raise BackupError(f"backup {name} names a file {file!r} outside it: not deleted")
+            (d / file).unlink(missing_ok=True)
+        fsync_dir(d)
+        try:
+            d.rmdir()  # only when nothing else is left in it
+        except OSError:
+            return
+        fsync_dir(self._root())

@@ -82,7 +82,8 @@ class S3Destination:
             if code in _DENIED:
                 raise BackupError(
                     f"{where}: access denied to bucket {self.bucket} ({code}): grant these "
-                    "credentials s3:ListBucket, s3:GetObject and s3:PutObject on it"
+                    "credentials s3:ListBucket, s3:GetObject and s3:PutObject (s3:DeleteObject to "
+                    "prune) on it"
                 ) from None
             if code in _NO_KEY and name is not None:
                 what = (
@@ -138,3 +139,16 @@ class S3Destination:
         except Exception as e:
             self._fail(e)
         return sorted(out)
+
+    def delete_manifest(self, name: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(name, MANIFEST))
+        except Exception as e:
+            self._fail(e, name, MANIFEST)
+
+    def delete_files(self, name: str, files: list[str]) -> None:
+        for file in files:
+            try:
+                self.client.delete_object(Bucket=self.bucket, Key=self._key(name, file))
+            except Exception as e:
+                self._fail(e, name, file)

@@ -3,6 +3,7 @@
     metaquorum backup create --bootstrap-controller H:P[,...] [--command-config F] --to URL
     metaquorum backup list URL
     metaquorum backup verify URL/NAME
+    metaquorum backup prune URL --keep N [--max-age D]
     metaquorum backup restore URL/NAME (--config F | --data-dir D --node-id N --endpoint E)
                               [--directory-id U] [--cluster-id ID]
 
@@ -11,6 +12,11 @@ from the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or AWS_SHARED_CRE
 AWS_ENDPOINT_URL, AWS_REGION; never printed). Made to run as a Kubernetes Job: one command,
 settings from flags and env, one line on stdout on success, one line on stderr on failure.
 
+`create` also writes its result as one line of JSON (name, offsets, size, seconds) to the
+Kubernetes termination-message file (`$METAQUORUM_TERMINATION_LOG`, default
+/dev/termination-log) when that file exists and is writable, so the operator reads it from the
+Job's pod status without reading logs.
+
 Exit codes: 0 ok; 1 refused or failed (one line on stderr naming the fix); 2 usage (argparse).
 """
 
@@ -18,16 +24,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from metaquorum.admin.client import AdminClient, AdminError, parse_bootstrap
 from metaquorum.backup.create import DEFAULT_OBSERVER_ID, BackupOptions, create_backup
 from metaquorum.backup.destinations import open_destination, split_backup_url
-from metaquorum.backup.manifest import BackupError
+from metaquorum.backup.manifest import BackupError, Manifest
+from metaquorum.backup.prune import Policy, parse_duration, prune
 from metaquorum.backup.reform import ListenerAddress
 from metaquorum.backup.restore import restore_backup
 from metaquorum.backup.verify import read_manifest, verify_backup
@@ -65,6 +75,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("backup", metavar="URL/NAME")
     p.set_defaults(func=_verify)
 
+    p = sub.add_parser("prune", help="drop the complete backups beyond a retention policy")
+    p.add_argument("url", metavar="URL")
+    p.add_argument("--keep", type=int, required=True, metavar="N", help="keep the newest N")
+    p.add_argument("--max-age", metavar="D", help="also drop those older than D (30d, 12h, ...)")
+    p.set_defaults(func=_prune)
+
     p = sub.add_parser("restore", help="format a new metadata log dir from a backup")
     p.add_argument("backup", metavar="URL/NAME")
     p.add_argument("--config", "-c", type=Path, help="server.properties of the node to restore")
@@ -87,7 +103,37 @@ def _fail(command: str, message: object) -> int:
     return 1
 
 
+TERMINATION_LOG = "/dev/termination-log"
+
+
+def write_termination_summary(m: Manifest, url: str, seconds: float) -> bool:
+    """One line of JSON for the operator (the pod's termination message, at most 4096 bytes);
+    only into a file that exists and is writable (Kubernetes mounts it in every container).
+    Whether it was written."""
+    path = Path(os.environ.get("METAQUORUM_TERMINATION_LOG") or TERMINATION_LOG)
+    if not path.is_file() or not os.access(path, os.W_OK):
+        return False
+    summary = {
+        "name": m.name,
+        "url": f"{url.rstrip('/')}/{m.name}",
+        "clusterId": m.cluster_id,
+        "startOffset": m.start_offset,
+        "endOffset": m.end_offset,
+        "endEpoch": m.end_epoch,
+        "sizeBytes": m.size,
+        "files": len(m.files),
+        "createdMs": m.created_ms,
+        "durationSeconds": round(seconds, 3),
+    }
+    try:
+        path.write_text(json.dumps(summary, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError:
+        return False
+    return True
+
+
 def _create(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     try:
         tls = command_config_tls(args.command_config) if args.command_config else None
         admin = AdminClient(
@@ -107,6 +153,7 @@ def _create(args: argparse.Namespace) -> int:
         m = asyncio.run(run())
     except (BackupError, AdminError, ConfigError, ProtocolError) as e:
         return _fail("create", e)
+    write_termination_summary(m, args.to, time.monotonic() - started)
     print(
         f"backup {m.name}: cluster {m.cluster_id}, offsets [{m.start_offset}, {m.end_offset}) "
         f"epoch {m.end_epoch}, {len(m.files)} files, {m.size} bytes, "
@@ -124,6 +171,19 @@ def _list(args: argparse.Namespace) -> int:
         return _fail("list", e)
     for m in rows:
         print(f"{m.name}\tcluster {m.cluster_id}\tend offset {m.end_offset}\t{m.size} bytes")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    try:
+        max_age = parse_duration(args.max_age) if args.max_age else None
+        dest = open_destination(args.url)
+        dropped = prune(dest, Policy(args.keep, max_age), datetime.now(UTC))
+    except BackupError as e:
+        return _fail("prune", e)
+    kept = f"keep {args.keep}" + (f", max age {args.max_age}" if args.max_age else "")
+    listed = ", ".join(dropped) if dropped else "none"
+    print(f"pruned {len(dropped)} backups at {args.url} ({kept}): {listed}")
     return 0
 
 

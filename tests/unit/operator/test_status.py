@@ -74,6 +74,7 @@ def test_converged_healthy_quorum_is_available_not_progressing_not_degraded() ->
         ("Degraded", "False"),
         ("ReconciliationPaused", "False"),
         ("Upgrading", "False"),
+        ("QuorumLost", "False"),
     ]
     assert "leader 1 in epoch 7, 3 of 3 voters caught up" in cond(s, "Available")["message"]
     assert (s["clusterId"], s["leader"], s["epoch"], s["highWatermark"]) == ("abc", 1, 7, 95)
