@@ -33,6 +33,7 @@ help:
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
+	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell)"
 
 $(UV):
 	$(PY_BOOT) -m venv $(TOOLS)
@@ -173,6 +174,23 @@ bench: setup
 .PHONY: bench-quick
 bench-quick: setup
 	$(BIN)/python -m bench --quick --out $${TMPDIR:-/tmp}/metaquorum-bench-quick
+
+# --- make cluster (issue 32, docs/cluster.md) ------------------------------------------------
+# The e2e tier's real single-node Kubernetes (kubeletcluster.py: kubelet, containerd, runc, CNI,
+# kube-proxy, CoreDNS, the node/operator images imported) kept running in its own network
+# namespace (MQ_CLUSTER_NETNS, default mq-cluster; state in MQ_CLUSTER_STATE, default
+# /var/lib/metaquorum-cluster). Root. `make cluster-shell` enters it (CMD='...' runs a command).
+MQ_CLUSTER := $(BIN)/python e2e/usercluster.py
+.PHONY: cluster cluster-down cluster-status cluster-shell
+cluster: setup
+	@$(MQ_CLUSTER) up
+cluster-down: setup
+	@$(MQ_CLUSTER) down
+cluster-status: setup
+	@$(MQ_CLUSTER) status
+cluster-shell: setup
+	@$(MQ_CLUSTER) shell $(CMD)
+# --- end make cluster ---------------------------------------------------------------------------
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
