@@ -34,6 +34,7 @@ help:
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
 	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell)"
+	@echo "make quickstart  README's quickstart run verbatim on make cluster, the host checked clean after"
 
 $(UV):
 	$(PY_BOOT) -m venv $(TOOLS)
@@ -190,6 +191,11 @@ cluster-status: setup
 	@$(MQ_CLUSTER) status
 cluster-shell: setup
 	@$(MQ_CLUSTER) shell $(CMD)
+# README's quickstart block run verbatim against its own `make cluster`, then `make cluster-down`
+# and the host checked clean (e2e/test_quickstart.py; about 4 min; make e2e runs it too).
+.PHONY: quickstart
+quickstart: setup
+	$(PYTEST) -p no:cacheprovider e2e/test_quickstart.py
 # --- end make cluster ---------------------------------------------------------------------------
 
 clean:

@@ -170,9 +170,14 @@ def up(state: Path, netns: str) -> int:
             "`make cluster-down` first, then `make cluster`"
         )
     t0 = time.monotonic()
-    _tool(str(HERE / "tools" / "container-host.sh"), "install")
+    tools = HERE / "tools"
+    _tool(str(tools / "container-host.sh"), "install")
     clients_bin()
-    k8s_bin = _tool(str(HERE / "tools" / "build-k8s.sh"))
+    k8s_bin = _tool(str(tools / "build-k8s.sh"))
+    # the namespace has no way out: everything that may download is built here first (the
+    # node's own calls in the namespace then find them cached)
+    for script in ("build-k8s-node.sh", "build-coredns.sh", "build-images.sh"):
+        _tool(str(tools / script))
     print(
         f"make cluster: binaries and images ready (cached builds) in {time.monotonic() - t0:.0f} s"
     )
