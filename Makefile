@@ -35,6 +35,7 @@ help:
 	@echo "make generate    regenerate protocol message classes from our schemas"
 	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell)"
 	@echo "make quickstart  README's quickstart run verbatim on make cluster, the host checked clean after"
+	@echo "make images      node/operator OCI archives + SBOMs in dist/;  make chart: the chart package in dist/"
 
 $(UV):
 	$(PY_BOOT) -m venv $(TOOLS)
@@ -196,6 +197,15 @@ cluster-shell: setup
 .PHONY: quickstart
 quickstart: setup
 	$(PYTEST) -p no:cacheprovider e2e/test_quickstart.py
+
+# The node and operator images as OCI archives in dist/ with digests and CycloneDX SBOMs
+# (e2e/tools/dist_images.py; built by build-images.sh, cached by content; root), and the chart
+# as a package (helm package; its image defaults are these images' name and tag).
+.PHONY: images chart
+images: setup
+	@$(BIN)/python e2e/tools/dist_images.py
+chart: setup
+	@mkdir -p dist && "$$(e2e/tools/install-clients.sh)/helm" package charts/metaquorum -d dist
 # --- end make cluster ---------------------------------------------------------------------------
 
 clean:
