@@ -108,6 +108,7 @@ def test_podman_loads_and_runs_version(
         subprocess.run(
             [podman, *store, "rmi", "--all", "--force"], capture_output=True, check=False
         )
+        shutil.rmtree(run_root, ignore_errors=True)
 
 
 def test_ctr_imports_and_runs_version(dist: list[dict[str, Any]]) -> None:
