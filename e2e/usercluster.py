@@ -297,7 +297,9 @@ def shell(state: Path, netns: str, command: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("action", choices=["up", "down", "status", "shell", "_start"])
-    ap.add_argument("command", nargs="*", help="shell: a command to run instead of a shell")
+    ap.add_argument(
+        "command", nargs=argparse.REMAINDER, help="shell: a command to run instead of a shell"
+    )
     args = ap.parse_args(argv)
     state, netns = STATE.resolve(), NETNS
     what = {"up": "make cluster", "down": "make cluster-down", "status": "make cluster-status"}

@@ -92,3 +92,9 @@ def test_shell_without_cluster_says_make_cluster(tmp_path: Path) -> None:
     proc = run(tmp_path / "state", f"mq-test-none-{os.getpid()}", "shell")
     assert proc.returncode == 1
     assert "no cluster is up: run `make cluster` first" in proc.stderr
+    # `make cluster-shell CMD='kubectl run --rm -i ... -- metaquorum ...'`: the command's own
+    # options are the command's, not the tool's (argparse refused them before)
+    cmd = ["kubectl", "run", "x", "--rm", "-i", "--image", "i", "--", "metaquorum", "--version"]
+    proc = run(tmp_path / "state", f"mq-test-none-{os.getpid()}", "shell", *cmd)
+    assert proc.returncode == 1
+    assert "no cluster is up" in proc.stderr, proc.stderr
