@@ -35,6 +35,9 @@ help:
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
+	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell)"
+	@echo "make quickstart  README's quickstart run verbatim on make cluster, the host checked clean after"
+	@echo "make images      node/operator OCI archives + SBOMs in dist/;  make chart: the chart package in dist/"
 
 $(UV):
 	$(PY_BOOT) -m venv $(TOOLS)
@@ -207,6 +210,37 @@ bench: setup
 .PHONY: bench-quick
 bench-quick: setup
 	$(BIN)/python -m bench --quick --out $${TMPDIR:-/tmp}/metaquorum-bench-quick
+
+# --- make cluster (issue 32, docs/cluster.md) ------------------------------------------------
+# The e2e tier's real single-node Kubernetes (kubeletcluster.py: kubelet, containerd, runc, CNI,
+# kube-proxy, CoreDNS, the node/operator images imported) kept running in its own network
+# namespace (MQ_CLUSTER_NETNS, default mq-cluster; state in MQ_CLUSTER_STATE, default
+# /var/lib/metaquorum-cluster). Root. `make cluster-shell` enters it (CMD='...' runs a command).
+MQ_CLUSTER := $(BIN)/python e2e/usercluster.py
+.PHONY: cluster cluster-down cluster-status cluster-shell
+cluster: setup
+	@$(MQ_CLUSTER) up
+cluster-down: setup
+	@$(MQ_CLUSTER) down
+cluster-status: setup
+	@$(MQ_CLUSTER) status
+cluster-shell: setup
+	@$(MQ_CLUSTER) shell $(CMD)
+# README's quickstart block run verbatim against its own `make cluster`, then `make cluster-down`
+# and the host checked clean (e2e/test_quickstart.py; about 4 min; make e2e runs it too).
+.PHONY: quickstart
+quickstart: setup
+	$(PYTEST) -p no:cacheprovider e2e/test_quickstart.py
+
+# The node and operator images as OCI archives in dist/ with digests and CycloneDX SBOMs
+# (e2e/tools/dist_images.py; built by build-images.sh, cached by content; root), and the chart
+# as a package (helm package; its image defaults are these images' name and tag).
+.PHONY: images chart
+images: setup
+	@$(BIN)/python e2e/tools/dist_images.py
+chart: setup
+	@mkdir -p dist && "$$(e2e/tools/install-clients.sh)/helm" package charts/metaquorum -d dist
+# --- end make cluster ---------------------------------------------------------------------------
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache

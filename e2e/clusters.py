@@ -22,14 +22,13 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import hostsfile
 from controlplane import ControlPlane
 from harness import HERE, TIMINGS, Cluster, clients_bin, wait_for
-from kubeletcluster import NODE, KubeletNode
+from kubeletcluster import KubeletNode
 from kubernetes import config
 
 
@@ -120,22 +119,7 @@ def kubelet_cluster() -> Iterator[Cluster]:
         )
         names.start()
 
-        def node_ready() -> bool:
-            n = c.core.read_node(NODE)
-            return any(x.type == "Ready" and x.status == "True" for x in n.status.conditions)
-
-        wait_for(node_ready, 90, f"node {NODE} Ready")
-        wait_for(
-            lambda: c.core.read_namespaced_service_account("default", "default"),
-            60,
-            "the default ServiceAccount (controller-manager running)",
-        )
-
-        def coredns_ready() -> bool:
-            with urllib.request.urlopen("http://127.0.0.1:18181/ready", timeout=2) as r:
-                return r.status == 200
-
-        wait_for(coredns_ready, 30, "CoreDNS ready")
+        node.wait_usable(api)
         TIMINGS["real kubelet cluster usable (s)"] = time.monotonic() - t_start
         yield c
     finally:

@@ -31,7 +31,7 @@ from typing import Any
 import diagnostics
 import pytest
 from clusters import kubelet_cluster, local_cluster
-from harness import OPERATOR_NS, ROOT, TIMINGS, Cluster, clients_bin, wait_for
+from harness import OPERATOR_NS, TIMINGS, Cluster, clients_bin, package_chart, wait_for
 from kindcluster import kind_cluster
 
 
@@ -67,7 +67,7 @@ def operator(cluster: Cluster) -> str:
     cluster.helm(
         "install",
         "metaquorum",
-        str(ROOT / "charts" / "metaquorum"),
+        package_chart(cluster),  # the dist/ package, as a user installs it
         "--namespace",
         OPERATOR_NS,
         "--create-namespace",

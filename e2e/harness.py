@@ -190,6 +190,13 @@ def clients_bin() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
+def package_chart(cluster: Cluster) -> str:
+    """`helm package` the chart into dist/ (what `make chart` makes and a user installs); the
+    package's path. The operator fixture installs this, not the source folder (issue 32)."""
+    out = cluster.helm("package", CHART, "--destination", str(ROOT / "dist")).stdout
+    return out.strip().rsplit(": ", 1)[1]
+
+
 def render(cluster: Cluster, *args: str) -> list[dict]:  # type: ignore[type-arg]
     """The chart's objects as `helm template` renders them (release mq, namespace ops)."""
     out = cluster.helm("template", "mq", CHART, "--namespace", "ops", *args).stdout

@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +36,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from containerd import Containerd  # noqa: E402
 from controlplane import ControlPlane  # noqa: E402
+from harness import wait_for  # noqa: E402
+from kubernetes import client  # noqa: E402
 
 NODE = "mq-node"
 BRIDGE = "mqbr0"
@@ -291,6 +294,29 @@ class KubeletNode:
         )
         self._step("node side spawned (s)", t)
         self.timings["start total (s)"] = time.monotonic() - t0
+
+    def wait_usable(self, api: client.ApiClient) -> None:
+        """Block until the cluster is usable: node Ready, the default ServiceAccount (the
+        controller-manager's service-account and root-CA controllers run), CoreDNS ready. The
+        e2e fixture (clusters.kubelet_cluster) and `make cluster` (usercluster.py) both wait so."""
+        core = client.CoreV1Api(api)
+
+        def node_ready() -> bool:
+            n = core.read_node(NODE)
+            return any(x.type == "Ready" and x.status == "True" for x in n.status.conditions)
+
+        wait_for(node_ready, 90, f"node {NODE} Ready")
+        wait_for(
+            lambda: core.read_namespaced_service_account("default", "default"),
+            60,
+            "the default ServiceAccount (controller-manager running)",
+        )
+
+        def coredns_ready() -> bool:
+            with urllib.request.urlopen("http://127.0.0.1:18181/ready", timeout=2) as r:
+                return r.status == 200
+
+        wait_for(coredns_ready, 30, "CoreDNS ready")
 
     def stop(self) -> None:
         self.cp.stop()  # stop_dir: node side, containerd (its pods), then the control plane

@@ -31,9 +31,7 @@ def stop_pid(pid: int, grace: float = 10.0) -> None:
             if os.waitpid(pid, os.WNOHANG) != (0, 0):
                 return
         except ChildProcessError:  # not our child: poll for existence
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if _gone(pid):
                 return
         time.sleep(0.1)
     try:
@@ -43,6 +41,17 @@ def stop_pid(pid: int, grace: float = 10.0) -> None:
             os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie. A process whose starter has exited (`make cluster`'s
+    processes outlive it) is reaped by pid 1, seen here taking 2 s after the exit; waiting for
+    that made each stop run to its grace period."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def mounts_under(root: Path) -> list[str]:

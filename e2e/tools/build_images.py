@@ -242,8 +242,18 @@ def umoci_config(layout: Path, ref: str, stage: Stage) -> None:
     argv += [f"--config.exposedports={p}" for p in cfg.exposed]
     argv += [f"--config.entrypoint={a}" for a in cfg.entrypoint]
     argv += [f"--config.cmd={a}" for a in cfg.cmd]
+    # OCI annotations as labels (`make images`, issue 32): the version from pyproject.toml
+    argv += [f"--config.label={k}={v}" for k, v in oci_labels(ref).items()]
     argv += ["--history.created_by=build_images.py: final stage config"]
     run(*argv)
+
+
+def oci_labels(tag: str) -> dict[str, str]:
+    return {
+        "org.opencontainers.image.version": tag,
+        "org.opencontainers.image.title": "metaquorum",
+        "org.opencontainers.image.licenses": "Apache-2.0",
+    }
 
 
 def build_one(name: str, cache: Path, force: bool) -> tuple[str, Path]:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from metaquorum import __version__
+
 # Modules that provide subcommands, in the order `--help` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "metaquorum.cli.protocol_cmd",
@@ -32,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metaquorum",
         description="KRaft (Kafka 4.3 compatible) quorum node, tools and codecs.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"metaquorum {__version__}", help="print it"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True

@@ -60,3 +60,13 @@ def test_usage_errors_exit_2() -> None:
     assert _run("log", "--bootstrap-controller", "h:1", "tail", "--from", "x").returncode == 2
     r = _run("log", "--bootstrap-controller", "nohostport", "append", "v")
     assert r.returncode == 1 and "host:port" in r.stderr
+
+
+def test_version_names_the_package_version() -> None:
+    """`metaquorum --version` (what `make images`' archives are checked with): the installed
+    distribution's version, exit 0."""
+    from importlib.metadata import version
+
+    r = _run("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"metaquorum {version('metaquorum')}\n"
