@@ -138,6 +138,12 @@ def test_backup_while_appending_verify_restore_and_corruption(tmp_path: Path, s3
     roundtrip(tmp_path, s3_store(s3, "q1"))
 
 
+def _leader_log_start(q: LocalQuorum) -> int:
+    lead = q.leader()
+    status = q.nodes[lead[0]].status() if lead is not None else None
+    return int((status or {}).get("log_start_offset") or 0)
+
+
 def roundtrip(tmp_path: Path, store: Store) -> None:
     q = LocalQuorum(tmp_path / "q", 3, extra=EXTRA, dynamic=True)
     q.write_configs()
@@ -148,6 +154,9 @@ def roundtrip(tmp_path: Path, store: Store) -> None:
         q.wait_for_leader(30)
         app.start()
         wait_for(lambda: len(app.acked) >= 150 or app.error is not None, 60, "150 appends")
+        # the round trip covers a snapshot + segments: a backup takes the leader's snapshot only
+        # once its log starts past 0 (on a loaded machine 150 appends can come before that)
+        wait_for(lambda: _leader_log_start(q) > 0 or app.error is not None, 120, "a snapshot")
         started = time.monotonic()
         r = cli(
             "backup",
