@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Any
 
+from metaquorum_operator import placement
 from metaquorum_operator.model import (
     CLUSTER_DOMAIN,
     CONFIG_DIR,
@@ -361,7 +362,8 @@ def statefulset(spec: QuorumSpec, names: Names, owner: Owner, replicas: int) -> 
             "whenDeleted": "Delete" if spec.delete_claims_on_delete else "Retain",
             "whenScaled": "Delete" if spec.delete_claims_on_scale_down else "Retain",
         },
-        "template": template,
+        # spec.podTemplate and the default spread of the voters (placement.py)
+        "template": placement.render(template, spec.pod_template, names),
         "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
     }
     obj = {

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from metaquorum_operator import builders
+from metaquorum_operator import builders, placement
 from metaquorum_operator.actions import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 from metaquorum_operator.model import (
     GROUP,
@@ -132,6 +132,7 @@ class Kube:
                     uid=str(pm.uid or ""),
                     image=_node_image(p.spec),
                     manual_roll=annotation_on(pm.annotations, MANUAL_ROLL_ANNOTATION),
+                    unschedulable=placement.unschedulable(conds),
                 )
             )
         return Observed(

@@ -77,6 +77,8 @@ class QuorumSpec:
     tls_enabled: bool = False
     tls_secret_name: str | None = None
     cluster_id: str | None = None
+    # spec.podTemplate as given (placement.py renders it; the CRD checks its shape)
+    pod_template: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -98,6 +100,7 @@ class QuorumSpec:
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
+            pod_template=dict(spec.get("podTemplate") or {}),
         )
 
 

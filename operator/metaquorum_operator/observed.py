@@ -52,6 +52,8 @@ class ObservedPod:
     uid: str = ""
     image: str | None = None
     manual_roll: bool = False
+    # the scheduler's reason the pod is Pending unplaced (placement.unschedulable), or None
+    unschedulable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

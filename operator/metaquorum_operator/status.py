@@ -15,7 +15,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
 - `ReconciliationPaused`: True (PausedByAnnotation) while annotation
   metaquorum.dev/pause-reconciliation is "true", with what waits in the message; False
   (Reconciling) otherwise. Progressing is False (reason ReconciliationPaused) while paused.
-- `Degraded`: True when a pod's volume is refused (VolumeRefused) or a voter has not been caught
+- `Degraded`: True when a pod's volume is refused (VolumeRefused), a pod stays Pending because
+  no node satisfies its placement (PodUnschedulable, with the scheduler's message and the fix;
+  placement.py), or a voter has not been caught
   up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
 Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
@@ -47,8 +49,10 @@ from metaquorum_operator.actions import (
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
 from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
 from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
+from metaquorum_operator.placement import UNSCHEDULABLE_FIX
 
 REFUSED_REASON = "VolumeRefused"
+UNSCHEDULABLE_REASON = "PodUnschedulable"
 PAUSED_CONDITION = "ReconciliationPaused"
 
 
@@ -210,6 +214,14 @@ def compute_status(
     stuck = (progress or Progress()).lagging_longer_than(bound) if led else []
     if isinstance(action, Refused):
         degraded = cond("Degraded", "True", REFUSED_REASON, action.reason)
+    elif unplaced := [p for p in observed.pods if p.unschedulable and not p.terminating]:
+        what = "; ".join(f"{p.name}: {p.unschedulable}" for p in unplaced)
+        degraded = cond(
+            "Degraded",
+            "True",
+            UNSCHEDULABLE_REASON,
+            f"pods not scheduled: {what}: {UNSCHEDULABLE_FIX}",
+        )
     elif stuck:
         ids = ", ".join(str(k.id) for k in stuck)
         degraded = cond(
