@@ -14,7 +14,9 @@ mid-change resumes it (progress_from_status), and so is what a quorum-wide manua
 MetadataQuorum (events.py: a restart's reason is its cause); one Warning is posted when
 Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
 bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
-ReconciliationResumed). While paused (annotation
+ReconciliationResumed). Volume growth (volumes.py, `grow_volumes`) runs after the steps: the
+PVCs below spec.storage.size are patched where their class can expand, and the VolumesResized
+condition is added to the status. While paused (annotation
 metaquorum.dev/pause-reconciliation: "true") the loop still observes the objects and the quorum
 and writes the status, and does nothing else (no cluster id either).
 Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
@@ -41,7 +43,7 @@ from kubernetes import client, config
 from metaquorum.admin.client import AdminError
 from metaquorum.net.endpoint import ConfigError
 
-from metaquorum_operator import events, metrics, observe, planner, rolls
+from metaquorum_operator import events, metrics, observe, planner, rolls, volumes
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -56,7 +58,7 @@ from metaquorum_operator.model import (
     new_cluster_id,
 )
 from metaquorum_operator.observed import Observed, VoterKey
-from metaquorum_operator.status import compute_status, differs
+from metaquorum_operator.status import compute_status, condition, differs
 from metaquorum_operator.tls_client import SecretTls, tls_status
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
@@ -178,6 +180,14 @@ def reconcile(
         settings=desired.operator.catch_up,
     )
     new["tls"] = tls_status(quorum_spec)
+    if not controls.paused and run.observed.statefulset is not None:
+        replicas = run.observed.statefulset.replicas
+        previous = [dict(c) for c in status.get("conditions") or []]
+        new["conditions"].append(
+            grow_volumes(
+                kube, body, names, quorum_spec, replicas, previous=previous, generation=generation
+            )
+        )
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
@@ -186,6 +196,40 @@ def reconcile(
         kopf.event(body, type="Normal", reason=paused[0], message=paused[1])
     if differs(new, dict(status)):
         kube.write_status(names, new)
+
+
+def grow_volumes(
+    kube: Kube,
+    body: kopf.Body,
+    names: Names,
+    spec: QuorumSpec,
+    replicas: int,
+    *,
+    previous: list[dict[str, Any]],
+    generation: int,
+) -> dict[str, Any]:
+    """Volume growth (volumes.py): patch the PVCs below spec.storage.size whose class can
+    expand (Event VolumeResizing), Warn when one cannot (once per message); returns the
+    VolumesResized condition."""
+    claims = kube.claims(names, replicas)
+    classes = {c.storage_class: kube.expandable(c.storage_class) for c in claims}
+    step = volumes.plan(spec.storage_size, claims, classes)
+    for claim in step.grow:
+        kube.resize_claim(names, claim, spec.storage_size)
+        message = f"{claim}: request raised to {spec.storage_size}"
+        kopf.event(body, type="Normal", reason="VolumeResizing", message=message)
+    old = next((c for c in previous if c.get("type") == volumes.CONDITION), {})
+    if step.reason == "ExpansionNotAllowed" and old.get("message") != step.message:
+        kopf.warn(body, reason="VolumeExpansionNotAllowed", message=step.message)
+    return condition(
+        volumes.CONDITION,
+        step.status,
+        step.reason,
+        step.message,
+        generation=generation,
+        now=_now(),
+        previous=previous,
+    )
 
 
 def _secret_tls(kube: Kube) -> SecretTls:

@@ -6,7 +6,9 @@ uncached GETs, so each decision is made on fresh state. `execute` performs a pla
 create, or JSON-merge-patch an object to its desired manifest (lists replaced whole, the
 StatefulSet's immutable fields and replicas left alone); scale the StatefulSet; delete a pod;
 remove the annotation metaquorum.dev/manual-roll from the MetadataQuorum once its roll is done.
-`write_status` patches the status subresource.
+`write_status` patches the status subresource. `claims`, `expandable` and `resize_claim` are
+the IO of volume growth (volumes.py): read the quorum's PVCs and their StorageClass, raise a
+PVC's request.
 
 Invariants: never deletes anything but a pod the planner named (and that one annotation); all
 writes are to objects named by `Names` in the owner's namespace; a 409 on create (object
@@ -20,7 +22,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from metaquorum_operator import builders, placement
+from metaquorum_operator import builders, placement, volumes
 from metaquorum_operator.actions import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 from metaquorum_operator.model import (
     GROUP,
@@ -81,6 +83,7 @@ class Kube:
         self.apps = client.AppsV1Api(api)
         self.policy = client.PolicyV1Api(api)
         self.custom = client.CustomObjectsApi(api)
+        self.storage = client.StorageV1Api(api)
 
     def observe(self, names: Names) -> Observed:
         ns = names.namespace
@@ -210,4 +213,45 @@ class Kube:
     def write_status(self, names: Names, status: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, names.namespace, PLURAL, names.name, {"status": status}
+        )
+
+    def claims(self, names: Names, replicas: int) -> list[volumes.Claim]:
+        """The PVCs of pods 0..replicas-1 that exist (`data-<statefulset>-<i>`)."""
+        found = []
+        for i in range(replicas):
+            pvc = _get(
+                self.core.read_namespaced_persistent_volume_claim,
+                f"data-{names.statefulset}-{i}",
+                names.namespace,
+            )
+            if pvc is None:
+                continue
+            st = pvc.status
+            conds = (st.conditions or []) if st else []
+            found.append(
+                volumes.Claim(
+                    name=pvc.metadata.name,
+                    requested=str((pvc.spec.resources.requests or {}).get("storage") or "0"),
+                    capacity=(st.capacity or {}).get("storage") if st and st.capacity else None,
+                    storage_class=pvc.spec.storage_class_name,
+                    fs_resize_pending=any(
+                        c.type == "FileSystemResizePending" and c.status == "True" for c in conds
+                    ),
+                )
+            )
+        return found
+
+    def expandable(self, storage_class: str | None) -> bool:
+        """Whether the StorageClass allows volume expansion (a missing class does not)."""
+        if not storage_class:
+            return False
+        sc = _get(self.storage.read_storage_class, storage_class)
+        return bool(sc is not None and sc.allow_volume_expansion)
+
+    def resize_claim(self, names: Names, claim: str, size: str) -> None:
+        self.core.patch_namespaced_persistent_volume_claim(
+            claim,
+            names.namespace,
+            {"spec": {"resources": {"requests": {"storage": size}}}},
+            _content_type=MERGE,
         )
