@@ -135,7 +135,11 @@ def reconcile(
     key = (names.namespace, names.name, str(meta["uid"]))
     progress = memory.get(key) or progress_from_status(dict(status))
 
+    stuck: metrics.Stuck = _state.setdefault("stuck", metrics.Stuck())
+    where = (names.namespace, names.name)
+
     def done(action: planner.Action) -> None:
+        stuck.stepped(where, _now_ms())
         metrics.ACTIONS.labels(type(action).__name__).inc()
         _post(body, action)
         logger.info("%s", events.describe(action))
@@ -161,6 +165,8 @@ def reconcile(
         raise kopf.TemporaryError(str(e), delay=30) from e
     memory[key] = run.progress
     metrics.RECONCILES.labels(type(run.action).__name__).inc()
+    busy = not isinstance(run.action, planner.Converged | planner.Paused)
+    metrics.OPERATION_STUCK.labels(*where).set(stuck.seconds(where, busy, _now_ms()))
     voters = metrics.VOTERS.labels(names.namespace, names.name)
     q = run.observation.quorum
     voters.set(len(q.voters) if q is not None and q.has_leader else float("nan"))
