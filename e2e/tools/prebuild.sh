@@ -29,6 +29,7 @@ steps() {
         fi
     }
     step e2e/tools/build-k8s.sh
+    step e2e/tools/build-promtool.sh  # the slow tier's PrometheusRule checks (test_alerts.py)
     if e2e/tools/container-host.sh check >/dev/null; then
         step e2e/tools/container-host.sh install
         step e2e/tools/build-images.sh
