@@ -32,6 +32,7 @@ from kubernetes.utils import parse_quantity
 
 EXPANDABLE_CLASS = "e2e-expandable"
 XFS_MIN_BYTES = 300 * 1024 * 1024
+MERGE = "application/merge-patch+json"
 
 
 def storage_class(provisioner: str) -> dict[str, Any]:
@@ -128,11 +129,14 @@ def expand(core: client.CoreV1Api) -> None:
         device = found.split(":", 1)[0]
         _run("losetup", "-c", device)
         _run("xfs_growfs", str(path))
-        core.patch_persistent_volume(pv.metadata.name, {"spec": {"capacity": {"storage": want}}})
+        core.patch_persistent_volume(
+            pv.metadata.name, {"spec": {"capacity": {"storage": want}}}, _content_type=MERGE
+        )
         core.patch_namespaced_persistent_volume_claim_status(
             pvc.metadata.name,
             pvc.metadata.namespace,
             {"status": {"capacity": {"storage": want}, "conditions": None}},
+            _content_type=MERGE,
         )
 
 
