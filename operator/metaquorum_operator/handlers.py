@@ -186,14 +186,16 @@ def reconcile(
         settings=desired.operator.catch_up,
     )
     new["tls"] = tls_status(quorum_spec)
+    previous = [dict(c) for c in status.get("conditions") or []]
     if not controls.paused and run.observed.statefulset is not None:
         replicas = run.observed.statefulset.replicas
-        previous = [dict(c) for c in status.get("conditions") or []]
         new["conditions"].append(
             grow_volumes(
                 kube, body, names, quorum_spec, replicas, previous=previous, generation=generation
             )
         )
+    else:  # paused: what was last seen stays
+        new["conditions"] += [c for c in previous if c.get("type") == volumes.CONDITION]
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])
