@@ -14,7 +14,7 @@ mid-change resumes it (progress_from_status), and so is what a quorum-wide manua
 MetadataQuorum (events.py: a restart's reason is its cause); one Warning is posted when
 Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
 bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
-ReconciliationResumed). Volume growth (volumes.py, `grow_volumes`) runs after the steps: the
+ReconciliationResumed). Volume growth (volume_growth.py) runs after the steps: the
 PVCs below spec.storage.size are patched where their class can expand, and the VolumesResized
 condition is added to the status. While paused (annotation
 metaquorum.dev/pause-reconciliation: "true") the loop still observes the objects and the quorum
@@ -58,8 +58,9 @@ from metaquorum_operator.model import (
     new_cluster_id,
 )
 from metaquorum_operator.observed import Observed, VoterKey
-from metaquorum_operator.status import compute_status, condition, differs
+from metaquorum_operator.status import compute_status, differs
 from metaquorum_operator.tls_client import SecretTls, tls_status
+from metaquorum_operator.volume_growth import grow_volumes
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
 MAX_STEPS = 8
@@ -204,40 +205,6 @@ def reconcile(
         kopf.event(body, type="Normal", reason=paused[0], message=paused[1])
     if differs(new, dict(status)):
         kube.write_status(names, new)
-
-
-def grow_volumes(
-    kube: Kube,
-    body: kopf.Body,
-    names: Names,
-    spec: QuorumSpec,
-    replicas: int,
-    *,
-    previous: list[dict[str, Any]],
-    generation: int,
-) -> dict[str, Any]:
-    """Volume growth (volumes.py): patch the PVCs below spec.storage.size whose class can
-    expand (Event VolumeResizing), Warn when one cannot (once per message); returns the
-    VolumesResized condition."""
-    claims = kube.claims(names, replicas)
-    classes = {c.storage_class: kube.expandable(c.storage_class) for c in claims}
-    step = volumes.plan(spec.storage_size, claims, classes)
-    for claim in step.grow:
-        kube.resize_claim(names, claim, spec.storage_size)
-        message = f"{claim}: request raised to {spec.storage_size}"
-        kopf.event(body, type="Normal", reason="VolumeResizing", message=message)
-    old = next((c for c in previous if c.get("type") == volumes.CONDITION), {})
-    if step.reason == "ExpansionNotAllowed" and old.get("message") != step.message:
-        kopf.warn(body, reason="VolumeExpansionNotAllowed", message=step.message)
-    return condition(
-        volumes.CONDITION,
-        step.status,
-        step.reason,
-        step.message,
-        generation=generation,
-        now=_now(),
-        previous=previous,
-    )
 
 
 def _secret_tls(kube: Kube) -> SecretTls:
