@@ -81,6 +81,16 @@ UNSCHEDULABLE_FIX = (
     "fix spec.podTemplate (nodeSelector, affinity, tolerations, topologySpreadConstraints)"
     " or the nodes"
 )
+UNBOUND_FIX = (
+    "its PVC is not bound: check spec.storage.storageClassName, that the StorageClass exists"
+    " and that its provisioner runs (kubectl describe pvc)"
+)
+
+
+def fix_for(message: str) -> str:
+    """What to do about a pod the scheduler cannot place, from its message: an unbound PVC is a
+    storage problem, anything else one of placement."""
+    return UNBOUND_FIX if "PersistentVolumeClaim" in message else UNSCHEDULABLE_FIX
 
 
 def unschedulable(conditions: list[Any] | None) -> str | None:

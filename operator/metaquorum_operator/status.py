@@ -49,7 +49,7 @@ from metaquorum_operator.actions import (
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
 from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
 from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
-from metaquorum_operator.placement import UNSCHEDULABLE_FIX
+from metaquorum_operator.placement import fix_for
 
 REFUSED_REASON = "VolumeRefused"
 UNSCHEDULABLE_REASON = "PodUnschedulable"
@@ -215,13 +215,10 @@ def compute_status(
     if isinstance(action, Refused):
         degraded = cond("Degraded", "True", REFUSED_REASON, action.reason)
     elif unplaced := [p for p in observed.pods if p.unschedulable and not p.terminating]:
-        what = "; ".join(f"{p.name}: {p.unschedulable}" for p in unplaced)
-        degraded = cond(
-            "Degraded",
-            "True",
-            UNSCHEDULABLE_REASON,
-            f"pods not scheduled: {what}: {UNSCHEDULABLE_FIX}",
+        what = "; ".join(
+            f"{p.name}: {p.unschedulable}: {fix_for(p.unschedulable or '')}" for p in unplaced
         )
+        degraded = cond("Degraded", "True", UNSCHEDULABLE_REASON, f"pods not scheduled: {what}")
     elif stuck:
         ids = ", ".join(str(k.id) for k in stuck)
         degraded = cond(

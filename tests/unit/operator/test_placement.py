@@ -165,3 +165,23 @@ def test_an_unschedulable_pod_turns_degraded_with_the_schedulers_reason_and_the_
     assert f"q-2: {why}" in degraded["message"]
     assert "spec.podTemplate" in degraded["message"]
     assert st["phase"] == "Degraded"
+
+
+def test_an_unbound_claim_is_named_as_a_storage_problem_not_a_placement_one() -> None:
+    sts = ObservedStatefulSet(obj=ObservedObject("h"), replicas=1)
+    # the real kube-scheduler's message (v1.34) for a pod whose PVC no provisioner binds
+    why = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
+    st = compute_status(
+        QuorumSpec(),
+        NAMES,
+        generation=1,
+        observed=Observed(statefulset=sts, pods=[ObservedPod("q-0", 0, False, unschedulable=why)]),
+        quorum=None,
+        action=Wait("no leader"),
+        now="T",
+        previous=None,
+    )
+    (degraded,) = [c for c in st["conditions"] if c["type"] == "Degraded"]
+    assert degraded["reason"] == UNSCHEDULABLE_REASON
+    assert f"q-0: {why}: its PVC is not bound" in degraded["message"]
+    assert "spec.podTemplate" not in degraded["message"]
