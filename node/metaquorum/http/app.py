@@ -94,12 +94,15 @@ class DiskCollector(Collector):
     an unprivileged writer may still use; what the chart's disk-nearly-full alert and a volume
     growth check read."""
 
-    def __init__(self, log_dir: str) -> None:
-        self.log_dir = log_dir
+    def __init__(self, runtime: NodeRuntime) -> None:
+        self.runtime = runtime
 
     def collect(self) -> Iterator[Metric]:
+        config = getattr(self.runtime, "config", None)  # a stand-in runtime in tests has none
+        if config is None:
+            return
         try:
-            st = os.statvfs(self.log_dir)
+            st = os.statvfs(str(config.metadata_log_dir))
         except OSError:
             return
         yield GaugeMetricFamily(
@@ -147,7 +150,7 @@ def build_app(
 ) -> web.Application:
     registry = CollectorRegistry()
     registry.register(RaftCollector(runtime))
-    registry.register(DiskCollector(str(runtime.config.metadata_log_dir)))
+    registry.register(DiskCollector(runtime))
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), content_type="text/plain")
