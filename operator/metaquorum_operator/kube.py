@@ -3,8 +3,9 @@
 Role: the only module that calls the Kubernetes API for reconciles (handlers.py wires it to
 kopf). `observe` reads the ConfigMap, both Services, the PDB, the StatefulSet and its pods with
 uncached GETs, so each decision is made on fresh state. `execute` performs a planner action:
-create, or JSON-merge-patch an object to its desired manifest (lists replaced whole, the
-StatefulSet's immutable fields and replicas left alone); scale the StatefulSet; delete a pod;
+create, or JSON-merge-patch an object to its desired manifest (lists replaced whole; the
+StatefulSet by a JSON patch replacing its pod template whole, immutable fields and replicas
+left alone); scale the StatefulSet; delete a pod;
 remove the annotation metaquorum.dev/manual-roll from the MetadataQuorum once its roll is done.
 `write_status` patches the status subresource. `claims`, `expandable` and `resize_claim` are
 the IO of volume growth (volumes.py): read the quorum's PVCs and their StorageClass, raise a
@@ -40,6 +41,7 @@ from metaquorum_operator.observed import (
 )
 
 MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 def _obj(meta: Any) -> ObservedObject:
@@ -171,11 +173,11 @@ class Kube:
                     if e.status != 409:
                         raise
                 return
-            body = (
-                builders.statefulset_update_patch(m)
-                if kind == "StatefulSet"
-                else {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
-            )
+            if kind == "StatefulSet":  # the template replaced whole (statefulset_json_patch)
+                ops = builders.statefulset_json_patch(m)
+                patchers[kind](name, ns, ops, _content_type=JSON_PATCH)
+                return
+            body = {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
             patchers[kind](name, ns, body, _content_type=MERGE)
         elif isinstance(action, ScaleStatefulSet):
             self.apps.patch_namespaced_stateful_set(

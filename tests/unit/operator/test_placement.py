@@ -185,3 +185,66 @@ def test_an_unbound_claim_is_named_as_a_storage_problem_not_a_placement_one() ->
     assert degraded["reason"] == UNSCHEDULABLE_REASON
     assert f"q-0: {why}: its PVC is not bound" in degraded["message"]
     assert "spec.podTemplate" not in degraded["message"]
+
+
+def _apply_json_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """RFC 6902 `add` as the apiserver applies it (the only op statefulset_json_patch uses)."""
+    import copy
+
+    out = copy.deepcopy(obj)
+    for op in ops:
+        assert op["op"] == "add"
+        *parents, last = [
+            p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]
+        ]
+        node = out
+        for p in parents:
+            node = node[p]
+        node[last] = op["value"]
+    return out
+
+
+def test_a_node_selector_key_removed_from_the_pod_template_leaves_the_statefulset() -> None:
+    """The e2e run saw it: a JSON merge patch of the StatefulSet kept the old nodeSelector key
+    next to the new one; the operator's JSON patch replaces the template whole."""
+    old = QuorumSpec.from_spec({"podTemplate": {"nodeSelector": {"kubernetes.io/hostname": "n"}}})
+    new = QuorumSpec.from_spec({"podTemplate": {"nodeSelector": {"disk": "ssd"}}})
+    current = builders.statefulset(old, NAMES, OWNER, 3)
+    current["metadata"]["annotations"]["someone.else/keep"] = "x"
+    ops = builders.statefulset_json_patch(builders.statefulset(new, NAMES, OWNER, 3))
+    patched = _apply_json_patch(current, ops)
+    assert patched["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd"}
+
+    def merge(target: Any, patch: Any) -> Any:  # RFC 7386, what the merge patch did
+        if not isinstance(patch, dict):
+            return patch
+        out = dict(target) if isinstance(target, dict) else {}
+        for k, v in patch.items():
+            out[k] = merge(out.get(k), v)
+        return out
+
+    merged = merge(
+        current, builders.statefulset_update_patch(builders.statefulset(new, NAMES, OWNER, 3))
+    )
+    assert merged["spec"]["template"]["spec"]["nodeSelector"] == {
+        "kubernetes.io/hostname": "n",
+        "disk": "ssd",
+    }
+    assert patched["spec"]["replicas"] == 3
+    assert patched["spec"]["volumeClaimTemplates"] == current["spec"]["volumeClaimTemplates"]
+    assert patched["metadata"]["annotations"]["someone.else/keep"] == "x"
+    want = builders.statefulset(new, NAMES, OWNER, 3)["metadata"]["annotations"]
+    assert patched["metadata"]["annotations"][builders.SPEC_HASH] == want[builders.SPEC_HASH]
+    assert not any(op["path"].startswith("/spec/replicas") for op in ops)
+
+
+def test_kube_patches_a_statefulset_with_the_json_patch() -> None:
+    from metaquorum_operator.actions import Apply
+    from metaquorum_operator.kube import JSON_PATCH
+
+    kube = fake_kube([])
+    desired = builders.statefulset(QuorumSpec(), NAMES, OWNER, 3)
+    kube.execute(Apply("StatefulSet", desired, create=False, reason="r"), NAMES)
+    args, kwargs = kube.apps.patch_namespaced_stateful_set.call_args
+    assert kwargs["_content_type"] == JSON_PATCH
+    assert args[2] == builders.statefulset_json_patch(desired)
