@@ -4,7 +4,9 @@ Role: what a CSI driver or a local-path provisioner does, as a loop: create the 
 StorageClass `--storage-class` (Immediate binding) and, for each pending PVC of it, a `local` PV
 (a directory under --state, node affinity to --node) pre-bound to the claim; the kubelet mounts
 it and applies the pod's fsGroup. Released PVs are deleted with their directory (reclaimPolicy
-Delete). Shares the stand-in's provisioning code (volumes.provision). Stopped by PID.
+Delete). Shares the stand-in's provisioning code (volumes.provision). The default class does not
+allow volume expansion; a second class, expansion.EXPANDABLE_CLASS, does: XFS on a loopback file
+per PV, grown online when its PVC's request grows (expansion.py). Stopped by PID.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import expansion
 import volumes
 
 PROVISIONER = "e2e.metaquorum.dev/local-dirs"
@@ -46,9 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     while True:
         try:
-            with contextlib.suppress(ApiException):
-                storage.create_storage_class(sc)
+            for cls in (sc, expansion.storage_class(PROVISIONER)):
+                with contextlib.suppress(ApiException):
+                    storage.create_storage_class(cls)
+            expansion.release(core)
             volumes.provision(core, args.state, args.storage_class, args.node, PROVISIONER)
+            expansion.provision(core, args.state, args.node, PROVISIONER)
+            expansion.expand(core)
         except Exception as e:  # an API blip: retry on the next round
             print(f"provisioner: {e}", file=sys.stderr, flush=True)
         time.sleep(0.5)

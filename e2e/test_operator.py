@@ -230,17 +230,18 @@ def test_bad_spec_is_refused(
     assert message in proc.stderr, proc.stderr
 
 
-def test_storage_is_immutable(cluster: Cluster, operator: str, namespace: str) -> None:
+def test_storage_may_grow_but_not_shrink_nor_change_class(
+    cluster: Cluster, operator: str, namespace: str
+) -> None:
     cluster.kubectl("apply", "-f", "-", input=sample(namespace, "fixed"))
-    proc = cluster.kubectl(
-        "patch",
-        "metadataquorum",
-        "fixed",
-        "-n",
-        namespace,
-        "--type=merge",
-        "-p",
-        '{"spec": {"storage": {"size": "5Gi"}}}',
-        check=False,
-    )
+
+    def patch(storage: str) -> Any:
+        args = ["metadataquorum", "fixed", "-n", namespace, "--type=merge"]
+        body = f'{{"spec": {{"storage": {storage}}}}}'
+        return cluster.kubectl("patch", *args, "-p", body, check=False)
+
+    proc = patch('{"size": "512Mi"}')
+    assert proc.returncode != 0 and "may grow but not shrink" in proc.stderr, proc.stderr
+    proc = patch('{"storageClassName": "other"}')
     assert proc.returncode != 0 and "immutable" in proc.stderr, proc.stderr
+    assert patch('{"size": "2Gi"}').returncode == 0

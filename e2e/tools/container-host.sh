@@ -4,7 +4,7 @@
 # e2e/tools/prebuild.sh (what `make test` builds ahead).
 #   container-host.sh check    exit 0 when real containers can run here; else exit 1 with the
 #                              reason on stdout (not root, no cgroups, no overlayfs, no netns)
-#   container-host.sh install  containerd, runc, CNI plugins, iptables from apt when missing
+#   container-host.sh install  containerd, runc, CNI plugins, iptables, xfsprogs from apt when missing
 # Touches nothing but a probe network namespace it deletes again, and apt's packages.
 set -uo pipefail
 
@@ -21,11 +21,12 @@ check() {
 
 install() {
     local tool
-    for tool in containerd runc ctr ip nsenter iptables /usr/lib/cni/bridge; do
+    # mkfs.xfs/xfs_growfs: the provisioner's expandable class (e2e/expansion.py)
+    for tool in containerd runc ctr ip nsenter iptables /usr/lib/cni/bridge mkfs.xfs xfs_growfs; do
         command -v "$tool" >/dev/null && continue
         echo "[container-host] installing containerd runc containernetworking-plugins iptables (apt-get)" >&2
         "$(dirname "$0")/../../scripts/apt-install.sh" containerd runc \
-            containernetworking-plugins iptables iproute2 util-linux \
+            containernetworking-plugins iptables iproute2 util-linux xfsprogs \
             || { echo "[container-host] ERROR: apt-get install of the container runtime failed" >&2; return 1; }
         return 0
     done

@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Any
 
+from metaquorum_operator import placement
 from metaquorum_operator.model import (
     CLUSTER_DOMAIN,
     CONFIG_DIR,
@@ -371,7 +372,8 @@ def statefulset(spec: QuorumSpec, names: Names, owner: Owner, replicas: int) -> 
             "whenDeleted": "Delete" if spec.delete_claims_on_delete else "Retain",
             "whenScaled": "Delete" if spec.delete_claims_on_scale_down else "Retain",
         },
-        "template": template,
+        # spec.podTemplate and the default spread of the voters (placement.py)
+        "template": placement.render(template, spec.pod_template, names),
         "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
     }
     obj = {
@@ -403,3 +405,20 @@ def statefulset_update_patch(desired: dict[str, Any]) -> dict[str, Any]:
         },
         "spec": spec,
     }
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def statefulset_json_patch(desired: dict[str, Any]) -> list[dict[str, Any]]:
+    """The update of statefulset_update_patch as a JSON patch (RFC 6902): each mutable spec
+    field replaced whole (`add` replaces a present member), so a key removed from a map in the
+    pod template (a nodeSelector or podTemplate label dropped) goes too, which a merge patch
+    would keep; labels and annotations set key by key (others' keys stay)."""
+    merge = statefulset_update_patch(desired)
+    ops = [{"op": "add", "path": f"/spec/{k}", "value": v} for k, v in merge["spec"].items()]
+    for part in ("labels", "annotations"):
+        for k, v in merge["metadata"][part].items():
+            ops.append({"op": "add", "path": f"/metadata/{part}/{_pointer(k)}", "value": v})
+    return ops

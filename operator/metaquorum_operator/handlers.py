@@ -16,7 +16,9 @@ when it first appears (members.py: PodNotInQuorum, VoterWithoutPod, DuplicateInc
 Warning is posted when
 Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
 bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
-ReconciliationResumed). While paused (annotation
+ReconciliationResumed). Volume growth (volume_growth.py) runs after the steps: the
+PVCs below spec.storage.size are patched where their class can expand, and the VolumesResized
+condition is added to the status. While paused (annotation
 metaquorum.dev/pause-reconciliation: "true") the loop still observes the objects and the quorum
 and writes the status, and does nothing else (no cluster id either).
 Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
@@ -53,6 +55,7 @@ from metaquorum_operator import (
     planner,
     rolls,
     survey,
+    volumes,
 )
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
@@ -70,6 +73,7 @@ from metaquorum_operator.model import (
 from metaquorum_operator.observed import Observed, VoterKey
 from metaquorum_operator.status import compute_status, differs
 from metaquorum_operator.tls_client import SecretTls, tls_status
+from metaquorum_operator.volume_growth import grow_volumes
 
 RECONCILE_INTERVAL = float(os.environ.get("METAQUORUM_RECONCILE_INTERVAL", "2"))
 MAX_STEPS = 8
@@ -145,7 +149,11 @@ def reconcile(
     key = (names.namespace, names.name, str(meta["uid"]))
     progress = memory.get(key) or progress_from_status(dict(status))
 
+    stuck: metrics.Stuck = _state.setdefault("stuck", metrics.Stuck())
+    where = (names.namespace, names.name)
+
     def done(action: planner.Action) -> None:
+        stuck.stepped(where, _now_ms())
         metrics.ACTIONS.labels(type(action).__name__).inc()
         _post(body, action)
         logger.info("%s", events.describe(action))
@@ -174,6 +182,8 @@ def reconcile(
         raise kopf.TemporaryError(str(e), delay=30) from e
     memory[key] = run.progress
     metrics.RECONCILES.labels(type(run.action).__name__).inc()
+    busy = not isinstance(run.action, planner.Converged | planner.Paused)
+    metrics.OPERATION_STUCK.labels(*where).set(stuck.seconds(where, busy, _now_ms()))
     voters = metrics.VOTERS.labels(names.namespace, names.name)
     q = run.observation.quorum
     voters.set(len(q.voters) if q is not None and q.has_leader else float("nan"))
@@ -210,6 +220,16 @@ def reconcile(
     new["backup"] = backup.fields if backup is not None else None
     if backup is not None:
         new["conditions"].append(backup.condition)
+    previous = [dict(c) for c in status.get("conditions") or []]
+    if not controls.paused and run.observed.statefulset is not None:
+        replicas = run.observed.statefulset.replicas
+        new["conditions"].append(
+            grow_volumes(
+                kube, body, names, quorum_spec, replicas, previous=previous, generation=generation
+            )
+        )
+    else:  # paused: what was last seen stays
+        new["conditions"] += [c for c in previous if c.get("type") == volumes.CONDITION]
     degraded = next(c for c in new["conditions"] if c["type"] == "Degraded")
     if degraded["status"] == "True" and _degraded_reason(status) != degraded["reason"]:
         kopf.warn(body, reason=degraded["reason"], message=degraded["message"])

@@ -3,10 +3,13 @@
 Role: the only module that calls the Kubernetes API for reconciles (handlers.py wires it to
 kopf). `observe` reads the ConfigMap, both Services, the PDB, the StatefulSet and its pods with
 uncached GETs, so each decision is made on fresh state. `execute` performs a planner action:
-create, or JSON-merge-patch an object to its desired manifest (lists replaced whole, the
-StatefulSet's immutable fields and replicas left alone); scale the StatefulSet; delete a pod;
+create, or JSON-merge-patch an object to its desired manifest (lists replaced whole; the
+StatefulSet by a JSON patch replacing its pod template whole, immutable fields and replicas
+left alone); scale the StatefulSet; delete a pod;
 remove the annotation metaquorum.dev/manual-roll from the MetadataQuorum once its roll is done.
-`write_status` patches the status subresource.
+`write_status` patches the status subresource. `claims`, `expandable` and `resize_claim` are
+the IO of volume growth (volumes.py): read the quorum's PVCs and their StorageClass, raise a
+PVC's request.
 
 Invariants: never deletes anything but a pod the planner named (and that one annotation); all
 writes are to objects named by `Names` in the owner's namespace; a 409 on create (object
@@ -20,7 +23,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from metaquorum_operator import builders, upgrades
+from metaquorum_operator import builders, placement, upgrades, volumes
 from metaquorum_operator.actions import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
 from metaquorum_operator.model import (
     GROUP,
@@ -38,6 +41,7 @@ from metaquorum_operator.observed import (
 )
 
 MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 def _obj(meta: Any) -> ObservedObject:
@@ -82,14 +86,6 @@ def _failing(status: Any) -> str | None:
     return None
 
 
-def _unschedulable(conds: Any) -> str | None:
-    """The scheduler's reason when the pod cannot be placed (members.py)."""
-    for c in conds:
-        if c.type == "PodScheduled" and c.status == "False":
-            return str(c.reason or "Unschedulable")
-    return None
-
-
 def _node_image(spec: Any) -> str | None:
     for c in (spec.containers or []) if spec else []:
         if c.name == "node":
@@ -103,6 +99,7 @@ class Kube:
         self.apps = client.AppsV1Api(api)
         self.policy = client.PolicyV1Api(api)
         self.custom = client.CustomObjectsApi(api)
+        self.storage = client.StorageV1Api(api)
 
     def observe(self, names: Names) -> Observed:
         ns = names.namespace
@@ -155,7 +152,7 @@ class Kube:
                     image=_node_image(p.spec),
                     manual_roll=annotation_on(pm.annotations, MANUAL_ROLL_ANNOTATION),
                     failing=_failing(p.status),
-                    unschedulable=_unschedulable(conds),
+                    unschedulable=placement.unschedulable(conds),
                 )
             )
         return Observed(
@@ -191,11 +188,11 @@ class Kube:
                     if e.status != 409:
                         raise
                 return
-            body = (
-                builders.statefulset_update_patch(m)
-                if kind == "StatefulSet"
-                else {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
-            )
+            if kind == "StatefulSet":  # the template replaced whole (statefulset_json_patch)
+                ops = builders.statefulset_json_patch(m)
+                patchers[kind](name, ns, ops, _content_type=JSON_PATCH)
+                return
+            body = {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
             patchers[kind](name, ns, body, _content_type=MERGE)
         elif isinstance(action, ScaleStatefulSet):
             self.apps.patch_namespaced_stateful_set(
@@ -233,4 +230,45 @@ class Kube:
     def write_status(self, names: Names, status: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, names.namespace, PLURAL, names.name, {"status": status}
+        )
+
+    def claims(self, names: Names, replicas: int) -> list[volumes.Claim]:
+        """The PVCs of pods 0..replicas-1 that exist (`data-<statefulset>-<i>`)."""
+        found = []
+        for i in range(replicas):
+            pvc = _get(
+                self.core.read_namespaced_persistent_volume_claim,
+                f"data-{names.statefulset}-{i}",
+                names.namespace,
+            )
+            if pvc is None:
+                continue
+            st = pvc.status
+            conds = (st.conditions or []) if st else []
+            found.append(
+                volumes.Claim(
+                    name=pvc.metadata.name,
+                    requested=str((pvc.spec.resources.requests or {}).get("storage") or "0"),
+                    capacity=(st.capacity or {}).get("storage") if st and st.capacity else None,
+                    storage_class=pvc.spec.storage_class_name,
+                    fs_resize_pending=any(
+                        c.type == "FileSystemResizePending" and c.status == "True" for c in conds
+                    ),
+                )
+            )
+        return found
+
+    def expandable(self, storage_class: str | None) -> bool:
+        """Whether the StorageClass allows volume expansion (a missing class does not)."""
+        if not storage_class:
+            return False
+        sc = _get(self.storage.read_storage_class, storage_class)
+        return bool(sc is not None and sc.allow_volume_expansion)
+
+    def resize_claim(self, names: Names, claim: str, size: str) -> None:
+        self.core.patch_namespaced_persistent_volume_claim(
+            claim,
+            names.namespace,
+            {"spec": {"resources": {"requests": {"storage": size}}}},
+            _content_type=MERGE,
         )

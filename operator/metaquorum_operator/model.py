@@ -84,6 +84,8 @@ class QuorumSpec:
     # version skew before the first pod restarts; without it, once the first pod reports)
     version: str | None = None
     restore_from: RestoreFrom | None = None  # spec.restoreFrom (restore_from.py)
+    # spec.podTemplate as given (placement.py renders it; the CRD checks its shape)
+    pod_template: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -107,6 +109,7 @@ class QuorumSpec:
             cluster_id=spec.get("clusterId") or None,
             version=str(spec["version"]) if spec.get("version") else None,
             restore_from=RestoreFrom.from_spec(spec.get("restoreFrom")),
+            pod_template=dict(spec.get("podTemplate") or {}),
         )
 
 

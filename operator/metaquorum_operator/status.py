@@ -20,7 +20,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   `versions` lists each pod's image and the version its node reports; `kraftVersion` is the
   finalized kraft.version. `membershipProblems` (members.py): dangling and duplicate members.
 - `Degraded`: True when a pod's volume is refused (VolumeRefused), a roll stopped (UpgradeStalled,
-  VersionSkew: upgrades.py), a majority of the voters is lost (QuorumLost) or a voter has not been
+  VersionSkew: upgrades.py), a majority of the voters is lost (QuorumLost), a pod stays Pending
+  because no node satisfies its placement (PodUnschedulable, with the scheduler's message and the
+  fix; placement.py) or a voter has not been
   caught up for CatchUp.rejoin_bound_ms (VoterNotCaughtUp: a lost pod that does not rejoin); False
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
 - `QuorumLost`: True (MajorityLost) while the planner returns QuorumLost (quorum_lost.py: a
@@ -58,8 +60,10 @@ from metaquorum_operator.actions import (
 from metaquorum_operator.membership import CatchUp, Progress, caught_up, healthy_keys, lag
 from metaquorum_operator.model import PAUSE_ANNOTATION, Names, QuorumSpec
 from metaquorum_operator.observed import Observed, ObservedQuorum, ReplicaState
+from metaquorum_operator.placement import fix_for
 
 REFUSED_REASON = "VolumeRefused"
+UNSCHEDULABLE_REASON = "PodUnschedulable"
 PAUSED_CONDITION = "ReconciliationPaused"
 LOST_CONDITION = "QuorumLost"
 
@@ -228,6 +232,11 @@ def compute_status(
         degraded = cond("Degraded", "True", action.code, action.reason)
     elif lost is not None:
         degraded = cond("Degraded", "True", LOST_CONDITION, lost.reason)
+    elif unplaced := [p for p in observed.pods if p.unschedulable and not p.terminating]:
+        what = "; ".join(
+            f"{p.name}: {p.unschedulable}: {fix_for(p.unschedulable or '')}" for p in unplaced
+        )
+        degraded = cond("Degraded", "True", UNSCHEDULABLE_REASON, f"pods not scheduled: {what}")
     elif stuck:
         ids = ", ".join(str(k.id) for k in stuck)
         degraded = cond(

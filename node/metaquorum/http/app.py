@@ -26,6 +26,7 @@ Invariants: the GET endpoints only read; every value is read from the driver at 
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Iterator
 
@@ -98,6 +99,34 @@ class RaftCollector(Collector):
         )
 
 
+class DiskCollector(Collector):
+    """The filesystem of metadata.log.dir as this process sees it (statvfs): size and the bytes
+    an unprivileged writer may still use; what the chart's disk-nearly-full alert and a volume
+    growth check read."""
+
+    def __init__(self, runtime: NodeRuntime) -> None:
+        self.runtime = runtime
+
+    def collect(self) -> Iterator[Metric]:
+        config = getattr(self.runtime, "config", None)  # a stand-in runtime in tests has none
+        if config is None:
+            return
+        try:
+            st = os.statvfs(str(config.metadata_log_dir))
+        except OSError:
+            return
+        yield GaugeMetricFamily(
+            "metaquorum_log_dir_size_bytes",
+            "size of the filesystem holding metadata.log.dir",
+            value=float(st.f_blocks * st.f_frsize),
+        )
+        yield GaugeMetricFamily(
+            "metaquorum_log_dir_available_bytes",
+            "bytes still available to the node on the filesystem holding metadata.log.dir",
+            value=float(st.f_bavail * st.f_frsize),
+        )
+
+
 def windowed_metrics(driver: Driver) -> Iterator[Metric]:
     """Kafka 4.3's other raft-metrics (runtime/raft_metrics.py): windowed latencies and rates,
     the idle ratio, and the leader-only gauges (present only while leading, as in Kafka)."""
@@ -135,6 +164,7 @@ def build_app(
     # the garbage collector per generation (python_gc_collections_total), read by the soak.
     ProcessCollector(registry=registry)
     GCCollector(registry=registry)
+    registry.register(DiskCollector(runtime))
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), content_type="text/plain")

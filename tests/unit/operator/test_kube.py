@@ -9,8 +9,9 @@ from unittest.mock import MagicMock
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from metaquorum_operator import builders
-from metaquorum_operator.kube import Kube, _failing, _refusal, _unschedulable
+from metaquorum_operator.kube import Kube, _failing, _refusal
 from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, Names
+from metaquorum_operator.placement import unschedulable
 from metaquorum_operator.planner import EndManualRoll
 
 
@@ -98,5 +99,6 @@ def test_a_failing_container_and_an_unschedulable_pod_are_read() -> None:
     assert _failing(waiting("ContainerCreating")) is None  # starting, not failing
     assert _failing(client.V1PodStatus()) is None and _failing(None) is None
     unscheduled = client.V1PodCondition(type="PodScheduled", status="False", reason="Unschedulable")
-    assert _unschedulable([unscheduled]) == "Unschedulable"
-    assert _unschedulable([client.V1PodCondition(type="PodScheduled", status="True")]) is None
+    # kube.observe reads it with placement.unschedulable (the scheduler's message, else a default)
+    assert unschedulable([unscheduled]) == "no node satisfies the pod's placement"
+    assert unschedulable([client.V1PodCondition(type="PodScheduled", status="True")]) is None

@@ -1,0 +1,152 @@
+"""Expandable volumes for the real-kubelet target's provisioner: XFS on a loopback file.
+
+Role: what a CSI driver with online expansion does (controller + node side), for the e2e
+StorageClass EXPANDABLE_CLASS (allowVolumeExpansion: true). `provision` gives each pending PVC
+of that class a sparse file under STATE/pv/ formatted XFS and loop-mounted at the PV's
+directory, and a `local` PV pinned to the node over that directory, pre-bound to the claim (the
+kubelet bind-mounts it into the pod, so the pod sees a filesystem of that size). `expand` is the
+resizer: for a bound PVC whose request exceeds its capacity it grows the file, refreshes the
+loop device (`losetup -c`) and grows the mounted filesystem online (`xfs_growfs`), then writes
+the new size to the PV's capacity and the PVC's status.capacity, as the external-resizer and the
+kubelet do: the pod sees the larger filesystem without a restart. `release` unmounts and deletes
+a Released PV's file. XFS, not ext4: growing a mounted ext4 needs CAP_SYS_RESOURCE, which a
+container runtime may withhold (it does here); xfs_growfs needs CAP_SYS_ADMIN only. XFS needs
+300 MiB at least: a smaller request gets a 300 MiB file (the PV's capacity is the request).
+
+Invariants: the loop devices are mounted with autoclear (`mount -o loop`), so unmounting (the
+cluster's teardown: controlplane.stop_dir unmounts everything under its root) frees them; a
+PV's directory is mounted exactly while its PV exists; needs root and xfsprogs
+(e2e/tools/container-host.sh installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes.utils import parse_quantity
+
+EXPANDABLE_CLASS = "e2e-expandable"
+XFS_MIN_BYTES = 300 * 1024 * 1024
+MERGE = "application/merge-patch+json"
+
+
+def storage_class(provisioner: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": EXPANDABLE_CLASS},
+        "provisioner": provisioner,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate",
+        "allowVolumeExpansion": True,
+    }
+
+
+def _bytes(quantity: str) -> int:
+    return int(parse_quantity(quantity))
+
+
+def _run(*cmd: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr.strip() or proc.stdout.strip()}")
+
+
+def _mounted(path: Path) -> bool:
+    return os.path.ismount(path)
+
+
+def provision(core: client.CoreV1Api, state: Path, node: str, provisioner: str) -> None:
+    for pvc in core.list_persistent_volume_claim_for_all_namespaces().items:
+        if pvc.status.phase != "Pending" or pvc.spec.volume_name:
+            continue
+        if pvc.spec.storage_class_name != EXPANDABLE_CLASS:
+            continue
+        name = f"pvc-{pvc.metadata.uid}"
+        path, image = state / "pv" / name, state / "pv" / f"{name}.img"
+        size = pvc.spec.resources.requests["storage"]
+        path.mkdir(parents=True, exist_ok=True)
+        if not _mounted(path):
+            if not image.exists():
+                with image.open("wb") as f:
+                    f.truncate(max(_bytes(size), XFS_MIN_BYTES))
+                _run("mkfs.xfs", "-q", "-f", str(image))
+            _run("mount", "-o", "loop", str(image), str(path))
+        term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+        pv = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": name,
+                "annotations": {"pv.kubernetes.io/provisioned-by": provisioner},
+            },
+            "spec": {
+                "capacity": {"storage": size},
+                "accessModes": pvc.spec.access_modes,
+                "persistentVolumeReclaimPolicy": "Delete",
+                "storageClassName": EXPANDABLE_CLASS,
+                "local": {"path": str(path)},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": pvc.metadata.namespace,
+                    "name": pvc.metadata.name,
+                    "uid": pvc.metadata.uid,
+                },
+            },
+        }
+        try:
+            core.create_persistent_volume(pv)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+
+
+def expand(core: client.CoreV1Api) -> None:
+    """Grow every bound PVC of the class whose request exceeds its capacity (online)."""
+    for pvc in core.list_persistent_volume_claim_for_all_namespaces().items:
+        if pvc.spec.storage_class_name != EXPANDABLE_CLASS or pvc.status.phase != "Bound":
+            continue
+        want = pvc.spec.resources.requests["storage"]
+        have = (pvc.status.capacity or {}).get("storage")
+        if have is not None and _bytes(have) >= _bytes(want):
+            continue
+        pv = core.read_persistent_volume(pvc.spec.volume_name)
+        path = Path(pv.spec.local.path)
+        image = path.parent / f"{path.name}.img"
+        if image.stat().st_size < _bytes(want):
+            with image.open("r+b") as f:
+                f.truncate(_bytes(want))
+        found = subprocess.run(
+            ["losetup", "-j", str(image)], capture_output=True, text=True, check=True
+        ).stdout
+        device = found.split(":", 1)[0]
+        _run("losetup", "-c", device)
+        _run("xfs_growfs", str(path))
+        core.patch_persistent_volume(
+            pv.metadata.name, {"spec": {"capacity": {"storage": want}}}, _content_type=MERGE
+        )
+        core.patch_namespaced_persistent_volume_claim_status(
+            pvc.metadata.name,
+            pvc.metadata.namespace,
+            {"status": {"capacity": {"storage": want}, "conditions": None}},
+            _content_type=MERGE,
+        )
+
+
+def release(core: client.CoreV1Api) -> None:
+    """Released PVs of the class: unmount the directory (freeing the loop) and delete the file;
+    volumes.provision then deletes the directory and the PV."""
+    for pv in core.list_persistent_volume().items:
+        if pv.spec.storage_class_name != EXPANDABLE_CLASS or pv.status.phase != "Released":
+            continue
+        path = Path(pv.spec.local.path)
+        if _mounted(path):
+            _run("umount", str(path))
+        (path.parent / f"{path.name}.img").unlink(missing_ok=True)
