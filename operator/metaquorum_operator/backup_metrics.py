@@ -3,7 +3,7 @@
 Role: gauges per MetadataQuorum set from status.backup at each reconcile (`record`): when the
 last successful backup finished, how long `backup create` took and how large it was, and
 whether the last backup Job failed. The alert rule `MetaquorumBackupFailing`
-(docs/alerts/metaquorum-backup.rules.yaml, docs/operator.md "Backups") reads them.
+(the chart's PrometheusRule, docs/operator.md "Alerts and runbooks") reads them.
 
 Invariants: names carry the `metaquorum_operator_backup_` prefix; labels are the resource's
 namespace and name; a quorum without spec.backup has no samples (`forget`).

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from metaquorum_operator import metrics
+from metaquorum_operator import backup_metrics, metrics
 
 from tests.integration.quorum_fixture import running_quorum
 
@@ -77,6 +77,8 @@ def test_every_metric_the_dashboard_and_the_rules_query_exists(tmp_path: Path) -
     assert "kafka_server_raft_metrics_current_leader" in wanted
     assert "metaquorum_operator_operation_stuck_seconds" in wanted
     assert "metaquorum_log_dir_available_bytes" in wanted
+    assert "metaquorum_operator_backup_failing" in wanted
+    assert backup_metrics.ALL  # imported: its gauges are on the operator's registry
     with running_quorum(tmp_path, voters=1) as q:
         q.wait_for_leader(30)
         (node,) = q.nodes.values()

@@ -77,7 +77,7 @@ def test_promtool_checks_the_rendered_rule(promtool: Path, tmp_path: Path) -> No
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_groups()))
     proc = run(promtool, "check", "rules", "rules.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 4 rules found" in proc.stdout, proc.stdout
+    assert "SUCCESS: 6 rules found" in proc.stdout, proc.stdout
 
 
 def test_promtool_checks_a_broken_rule_too(promtool: Path, tmp_path: Path) -> None:
@@ -187,6 +187,8 @@ def test_every_alert_has_a_runbook_line_naming_a_section_that_exists() -> None:
         "MetaquorumVoterLagging",
         "MetaquorumOperationStuck",
         "MetaquorumDiskNearlyFull",
+        "MetaquorumBackupFailing",
+        "MetaquorumBackupStale",
     ]
     for a in alerts():
         doc, _, anchor = a["annotations"]["runbook"].partition("#")
