@@ -49,6 +49,7 @@ from dockerfile import (
     image_config,
     parse_file,
 )
+from image_variants import static_image, variant_image
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = {"node": "node/Dockerfile", "operator": "operator/Dockerfile"}
@@ -320,77 +321,6 @@ def build_one(name: str, cache: Path, force: bool) -> tuple[str, Path]:
     return ref, archive
 
 
-def next_minor(v: str) -> str:
-    """0.1.0 -> 0.2.0: the version node-next reports."""
-    major, minor, *_ = (v.split("+", maxsplit=1)[0].split("-", maxsplit=1)[0] + ".0.0").split(".")
-    return f"{major}.{int(minor) + 1}.0"
-
-
-def variant_image(name: str, base_archive: Path, cache: Path) -> tuple[str, Path]:
-    """VARIANTS[name] of a built image: its layout with ENV added (umoci config) and named
-    docker.io/metaquorum/<base>:<the variant's tag>; cached by the base archive and the ENV."""
-    base, env = VARIANTS[name]
-    nxt = next_minor(version())
-    env = {k: v.replace("{next}", nxt) for k, v in env.items()}
-    tag = nxt if name == "node-next" else f"{version()}-{name.removeprefix(base + '-')}"
-    ref = f"docker.io/metaquorum/{base}:{tag}"
-    h = hashlib.sha256(
-        str(base_archive).encode() + json.dumps(env, sort_keys=True).encode() + ref.encode()
-    )
-    out = cache / f"{name}-{h.hexdigest()[:16]}"
-    archive = out / "image.tar"
-    if archive.exists():
-        return ref, archive
-    shutil.rmtree(out, ignore_errors=True)
-    layout = out / "oci"
-    layout.mkdir(parents=True)
-    run("tar", "-C", layout, "-xf", base_archive)
-    run(
-        "umoci", "config", "--image", f"{layout}:{version()}",
-        *[f"--config.env={k}={v}" for k, v in env.items()],
-        f"--history.created_by=build_images.py: variant {name} ({' '.join(env)})",
-    )  # fmt: skip
-    run("umoci", "gc", "--layout", layout)
-    index = json.loads((layout / "index.json").read_text())
-    for m in index["manifests"]:
-        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
-    (layout / "index.json").write_text(json.dumps(index))
-    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
-    shutil.rmtree(layout)
-    (out / "image.tmp").rename(archive)
-    return ref, archive
-
-
-def static_image(binary: Path, ref: str, cache: Path) -> Path:
-    """A one-file image: a static binary as /<name> and its entrypoint (the sandbox's pause)."""
-    h = hashlib.sha256(binary.read_bytes() + ref.encode() + Path(__file__).read_bytes())
-    name = ref.rsplit("/", 1)[-1].split(":", maxsplit=1)[0]
-    out = cache / f"{name}-{h.hexdigest()[:16]}"
-    archive = out / "image.tar"
-    if archive.exists():
-        return archive
-    shutil.rmtree(out, ignore_errors=True)
-    layout, bundle, tag = out / "oci", out / "bundle", ref.rsplit(":", 1)[1]
-    out.mkdir(parents=True)
-    run("umoci", "init", "--layout", layout)
-    run("umoci", "new", "--image", f"{layout}:{tag}")
-    run("umoci", "unpack", "--image", f"{layout}:{tag}", bundle, stdout=subprocess.DEVNULL)
-    shutil.copy2(binary, bundle / "rootfs" / name)
-    run("umoci", "repack", "--image", f"{layout}:{tag}", bundle)
-    run("umoci", "config", "--image", f"{layout}:{tag}", f"--config.entrypoint=/{name}",
-        "--config.user=65535:65535")  # fmt: skip
-    run("umoci", "gc", "--layout", layout)
-    index = json.loads((layout / "index.json").read_text())
-    for m in index["manifests"]:
-        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
-    (layout / "index.json").write_text(json.dumps(index))
-    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
-    shutil.rmtree(layout)
-    shutil.rmtree(bundle)
-    (out / "image.tmp").rename(archive)
-    return archive
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -425,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                     base = VARIANTS[name][0]
                     if base not in built:
                         built[base] = build_one(base, cache, args.force)[1]
-                    ref, archive = variant_image(name, built[base], cache)
+                    ref, archive = variant_image(name, built[base], cache, VARIANTS, version())
                 else:
                     ref, archive = build_one(name, cache, args.force)
                     built[name] = archive
