@@ -183,7 +183,9 @@ def start_client(
             'mount --bind "$0" /etc/resolv.conf && exec "$@"',
             str(resolv),
             *(str(mqnemesis_binary()), "run", "-endpoints", endpoints),
-            *("-clients", "4", "-duration", f"{duration_s:.0f}s", "-seed", str(seed)),
+            # 2 closed-loop clients: on an idle machine 4 made ~225k operations in 10 schedules,
+            # more than porcupine could check in its time (result Unknown, a clean-clone CI run)
+            *("-clients", "2", "-duration", f"{duration_s:.0f}s", "-seed", str(seed)),
             *("-out", str(out / "history.jsonl")),
         ],
         stdout=subprocess.PIPE,
@@ -198,6 +200,7 @@ def porcupine(out: Path, fault_log: list[dict[str, Any]]) -> dict[str, Any]:
         [
             *(str(mqnemesis_binary()), "check", "-history", str(out / "history.jsonl")),
             *("-faults", str(out / "nemesis.jsonl"), "-html", str(out / "porcupine.html")),
+            *("-timeout", "300s"),
         ],
         capture_output=True,
         text=True,

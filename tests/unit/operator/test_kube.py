@@ -98,6 +98,25 @@ def test_a_failing_container_and_an_unschedulable_pod_are_read() -> None:
     assert _failing(waiting("ImagePullBackOff")) == "node ImagePullBackOff"
     assert _failing(waiting("ContainerCreating")) is None  # starting, not failing
     assert _failing(client.V1PodStatus()) is None and _failing(None) is None
+
+    def between_waits(state: client.V1ContainerState, ready: bool = False) -> client.V1PodStatus:
+        last = client.V1ContainerState(
+            terminated=client.V1ContainerStateTerminated(exit_code=1, reason="Error")
+        )
+        cs = client.V1ContainerStatus(
+            name="node", image="i", image_id="", ready=ready, restart_count=3, state=state,
+            last_state=last,
+        )  # fmt: skip
+        return client.V1PodStatus(container_statuses=[cs])
+
+    # a crash-looping container between two CrashLoopBackOff waits is still failing
+    running = client.V1ContainerState(running=client.V1ContainerStateRunning())
+    exited = client.V1ContainerState(
+        terminated=client.V1ContainerStateTerminated(exit_code=1, reason="Error")
+    )
+    assert _failing(between_waits(running)) == "node CrashLoopBackOff"
+    assert _failing(between_waits(exited)) == "node CrashLoopBackOff"
+    assert _failing(between_waits(running, ready=True)) is None  # it came up after all
     unscheduled = client.V1PodCondition(type="PodScheduled", status="False", reason="Unschedulable")
     # kube.observe reads it with placement.unschedulable (the scheduler's message, else a default)
     assert unschedulable([unscheduled]) == "no node satisfies the pod's placement"
