@@ -49,7 +49,7 @@ from dockerfile import (
     image_config,
     parse_file,
 )
-from image_variants import static_image, variant_image
+from image_variants import pack_layout, static_image, variant_image
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = {"node": "node/Dockerfile", "operator": "operator/Dockerfile"}
@@ -301,12 +301,7 @@ def build_one(name: str, cache: Path, force: bool) -> tuple[str, Path]:
     run("umoci", "repack", "--image", f"{layout}:{tag}",
         f"--history.created_by=final stage of {IMAGES[name]}", bundle)  # fmt: skip
     umoci_config(layout, tag, final)
-    run("umoci", "gc", "--layout", layout)
-    index = json.loads((layout / "index.json").read_text())
-    for m in index["manifests"]:
-        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
-    (layout / "index.json").write_text(json.dumps(index))
-    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
+    pack_layout(layout, ref, out / "image.tmp")
     shutil.rmtree(work)
     (out / "image.tmp").rename(archive)
     stats = {

@@ -21,6 +21,17 @@ def run(*argv: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(a) for a in argv], check=True, text=True, **kw)  # type: ignore[call-overload]
 
 
+def pack_layout(layout: Path, ref: str, tar: Path) -> None:
+    """Garbage-collect an OCI layout, name its manifests `ref` (the annotation `ctr images
+    import` reads) and write it as one tar: the last step of every image built here."""
+    run("umoci", "gc", "--layout", layout)
+    index = json.loads((layout / "index.json").read_text())
+    for m in index["manifests"]:
+        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
+    (layout / "index.json").write_text(json.dumps(index))
+    run("tar", "-C", layout, "-cf", tar, ".")
+
+
 def next_minor(v: str) -> str:
     """0.1.0 -> 0.2.0: the version node-next reports."""
     major, minor, *_ = (v.split("+", maxsplit=1)[0].split("-", maxsplit=1)[0] + ".0.0").split(".")
@@ -57,12 +68,7 @@ def variant_image(
         *[f"--config.env={k}={v}" for k, v in env.items()],
         f"--history.created_by=build_images.py: variant {name} ({' '.join(env)})",
     )  # fmt: skip
-    run("umoci", "gc", "--layout", layout)
-    index = json.loads((layout / "index.json").read_text())
-    for m in index["manifests"]:
-        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
-    (layout / "index.json").write_text(json.dumps(index))
-    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
+    pack_layout(layout, ref, out / "image.tmp")
     shutil.rmtree(layout)
     (out / "image.tmp").rename(archive)
     return ref, archive
@@ -86,12 +92,7 @@ def static_image(binary: Path, ref: str, cache: Path) -> Path:
     run("umoci", "repack", "--image", f"{layout}:{tag}", bundle)
     run("umoci", "config", "--image", f"{layout}:{tag}", f"--config.entrypoint=/{name}",
         "--config.user=65535:65535")  # fmt: skip
-    run("umoci", "gc", "--layout", layout)
-    index = json.loads((layout / "index.json").read_text())
-    for m in index["manifests"]:
-        m.setdefault("annotations", {})["io.containerd.image.name"] = ref
-    (layout / "index.json").write_text(json.dumps(index))
-    run("tar", "-C", layout, "-cf", out / "image.tmp", ".")
+    pack_layout(layout, ref, out / "image.tmp")
     shutil.rmtree(layout)
     shutil.rmtree(bundle)
     (out / "image.tmp").rename(archive)
