@@ -157,19 +157,27 @@ def roundtrip(tmp_path: Path, store: Store) -> None:
         # the round trip covers a snapshot + segments: a backup takes the leader's snapshot only
         # once its log starts past 0 (on a loaded machine 150 appends can come before that)
         wait_for(lambda: _leader_log_start(q) > 0 or app.error is not None, 120, "a snapshot")
-        started = time.monotonic()
-        r = cli(
-            "backup",
-            "create",
-            "--bootstrap-controller",
-            ",".join(n.address for n in q.nodes.values()),
-            "--to",
-            store.url,
-            env=store.env,
-        )
-        took = time.monotonic() - started
-        assert r.returncode == 0, r.stderr
-        assert len(r.stdout.splitlines()) == 1 and ADMIN[1] not in r.stdout + r.stderr
+        # a backup taken just as the leader snapshots at its high watermark holds the snapshot
+        # alone ([n, n)): take another a moment later, so segments are covered too
+        for _ in range(3):
+            started = time.monotonic()
+            r = cli(
+                "backup",
+                "create",
+                "--bootstrap-controller",
+                ",".join(n.address for n in q.nodes.values()),
+                "--to",
+                store.url,
+                env=store.env,
+            )
+            took = time.monotonic() - started
+            assert r.returncode == 0, r.stderr
+            assert len(r.stdout.splitlines()) == 1 and ADMIN[1] not in r.stdout + r.stderr
+            name = r.stdout.split()[1].rstrip(":")
+            manifest = Manifest.parse(store.get(f"{name}/{MANIFEST}"), name)  # type: ignore[attr-defined]
+            if manifest.start_offset < manifest.end_offset:
+                break
+            time.sleep(1)
         during = len(app.acked)
         wait_for(lambda: len(app.acked) >= during + 60 or app.error is not None, 60, "more appends")
     finally:
@@ -177,8 +185,7 @@ def roundtrip(tmp_path: Path, store: Store) -> None:
         app.join(30)
         q.stop_all()
     assert app.error is None, app.error
-    name = r.stdout.split()[1].rstrip(":")
-    manifest = Manifest.parse(store.get(f"{name}/{MANIFEST}"), name)  # type: ignore[attr-defined]
+    assert manifest.start_offset < manifest.end_offset, "three backups held no segments"
     end = manifest.end_offset
     before = {i for i, off in app.acked.items() if off < end}
     after = {i for i, off in app.acked.items() if off >= end}
