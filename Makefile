@@ -79,13 +79,17 @@ define run_tier
 endef
 
 unit: setup
-	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,)
+	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,-n $(TEST_WORKERS))
 
 scenarios: setup
 	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,tests/scenarios)
 
 # The seeded simulations are CPU-bound and independent: one pytest-xdist worker per core.
 SIM_WORKERS ?= auto
+# unit, slow, conformance and integration run on every core (pytest-xdist; their items pick free
+# ports and own tmp dirs; integration's quorums mostly wait, 3 CPU-min in 8.5 min at load 20, and
+# passed so): in one process on 2 idle cores the four took 636 s; TEST_WORKERS=0 runs them in one
+TEST_WORKERS ?= auto
 # `make sim` (in make test) runs the CI campaign, 1,490 seeds in short items; `make sim-long`
 # the full campaign, 4,950 seeds (tests/sim/test_campaign.py), not in make test.
 sim: setup
@@ -108,14 +112,14 @@ sim-digest: setup
 	$(BIN)/python -m tests.sim.trace_digest --check
 
 conformance: kafka-jars
-	$(call run_tier,conformance,conformance,)
+	$(call run_tier,conformance,conformance,-n $(TEST_WORKERS))
 
 # libfiu (apt) for the storage-fault tests: real EIO from fsync in a running node; SeaweedFS's
 # `weed` (the backup tests' S3 server, built once from the Go module proxy and cached).
 integration: setup
 	@scripts/libfiu.sh >/dev/null
 	@scripts/build-seaweedfs.sh >/dev/null
-	$(call run_tier,integration,integration,)
+	$(call run_tier,integration,integration,-n $(TEST_WORKERS))
 
 e2e: setup
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "tier e2e: not built yet"; fi
@@ -187,7 +191,7 @@ containers: setup
 	$(call run_tier,containers,containers,tests/containers)
 
 slow: setup
-	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,)
+	$(call run_tier,slow,slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,-n $(TEST_WORKERS))
 
 # The e2e tier's builds (Go, images; cached) start first in the background, niced, so a fresh
 # machine's ~15 min of them overlap the tiers before e2e (e2e/tools/prebuild.sh; stopped when

@@ -71,9 +71,9 @@ trap cleanup EXIT
 TARGETS=(e2e)
 for a in "$@"; do [[ "$a" == e2e/* ]] && TARGETS=(); done
 if [[ -n "$NETNS" ]]; then
-    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider "$@"
+    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider --durations=40 "$@"
 else
-    .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider "$@"
+    .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider --durations=40 "$@"
 fi
 rc=$?
 echo "tier e2e: pytest exit $rc, whole tier $((SECONDS - t0)) s"
