@@ -169,16 +169,17 @@ def _pending(pvc: Any) -> bool:
 
 
 def _done(core: client.CoreV1Api, pvc: Any, pv: Any, want: str) -> None:
-    """The node side finished: the PV's capacity and the PVC's status say `want`."""
-    core.patch_persistent_volume(
-        pv.metadata.name,
-        {"metadata": {"annotations": {MOUNTED_BY: None}}, "spec": {"capacity": {"storage": want}}},
-        _content_type=MERGE,
-    )
+    """The node side finished: the PVC's status, then the PV's capacity, say `want` (in that
+    order, so the kubelet never sees a PV larger than its PVC's capacity)."""
     core.patch_namespaced_persistent_volume_claim_status(
         pvc.metadata.name,
         pvc.metadata.namespace,
         {"status": {"capacity": {"storage": want}, "conditions": None}},
+        _content_type=MERGE,
+    )
+    core.patch_persistent_volume(
+        pv.metadata.name,
+        {"metadata": {"annotations": {MOUNTED_BY: None}}, "spec": {"capacity": {"storage": want}}},
         _content_type=MERGE,
     )
 

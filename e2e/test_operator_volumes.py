@@ -141,8 +141,11 @@ def test_growing_where_the_driver_cannot_grow_online_rolls_the_pods_leader_last(
     assert all(claim(i).status.capacity["storage"] == "512Mi" for i in range(3))
     assert cluster.pod_uids(ns, 3) == uids  # nothing restarted within the grace
     assert all(pod_fs_size(cluster, ns, p) <= 512 * MiB for p in pods)
-    c = cond(mq(cluster, ns), "VolumesResized")
-    assert c["reason"] == "Resizing" and "filesystem resize pending" in c["message"], c
+    wait_for(
+        lambda: "filesystem resize pending" in cond(mq(cluster, ns), "VolumesResized")["message"],
+        10,
+        "VolumesResized naming the pending filesystem resize",
+    )
 
     def grown() -> bool:
         return all((claim(i).status.capacity or {}).get("storage") == "1Gi" for i in range(3))
