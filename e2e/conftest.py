@@ -55,7 +55,8 @@ def cluster() -> Iterator[Cluster]:
 def operator(cluster: Cluster) -> str:
     """helm install the chart; returns the operator's namespace once its Deployment is ready."""
     t0 = time.monotonic()
-    values = ["--set", "operator.reconcileInterval=1"]
+    # fsResizeGraceMs: test_operator_volumes' offline class waits 15 s, not the default 60 s
+    values = ["--set", "operator.reconcileInterval=1", "--set", "operator.fsResizeGraceMs=15000"]
     if cluster.kind != "stand-in":  # real containers: the image built from operator/Dockerfile
         values = [
             "--set",

@@ -5,8 +5,10 @@ StorageClass `--storage-class` (Immediate binding) and, for each pending PVC of 
 (a directory under --state, node affinity to --node) pre-bound to the claim; the kubelet mounts
 it and applies the pod's fsGroup. Released PVs are deleted with their directory (reclaimPolicy
 Delete). Shares the stand-in's provisioning code (volumes.provision). The default class does not
-allow volume expansion; a second class, expansion.EXPANDABLE_CLASS, does: XFS on a loopback file
-per PV, grown online when its PVC's request grows (expansion.py). Stopped by PID.
+allow volume expansion; two more do (expansion.py): XFS on a loopback file per PV, grown online
+when its PVC's request grows (expansion.EXPANDABLE_CLASS), or, as a driver without online
+expansion, grown when a new pod mounts it (expansion.OFFLINE_CLASS: FileSystemResizePending
+meanwhile). Stopped by PID.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     while True:
         try:
-            for cls in (sc, expansion.storage_class(PROVISIONER)):
+            for cls in (sc, *expansion.storage_classes(PROVISIONER)):
                 with contextlib.suppress(ApiException):
                     storage.create_storage_class(cls)
             expansion.release(core)

@@ -31,6 +31,7 @@ steps() {
     step scripts/build-seaweedfs.sh  # the integration tier's S3 server (docs/backup.md)
     step e2e/tools/build-k8s.sh
     step e2e/tools/build-promtool.sh  # the slow tier's PrometheusRule checks (test_alerts.py)
+    step e2e/tools/install-grafana-schema.sh  # the dashboard's schema check (npm)
     if e2e/tools/container-host.sh check >/dev/null; then
         step e2e/tools/container-host.sh install
         step e2e/tools/build-images.sh

@@ -34,9 +34,16 @@ class ScaleStatefulSet:
 
 # Why a pod is restarted (its Event's reason): the pod template changed (spec.config,
 # resources, ports, TLS settings, pull policy), the node image changed, or the user asked with
-# the annotation metaquorum.dev/manual-roll (on the MetadataQuorum or on the pod).
-RestartCause = Literal["ConfigChanged", "ImageChanged", "ManualRoll"]
-RESTART_CAUSES: tuple[RestartCause, ...] = ("ConfigChanged", "ImageChanged", "ManualRoll")
+# the annotation metaquorum.dev/manual-roll (on the MetadataQuorum or on the pod), or the pod's
+# volume waits for a restart to grow its filesystem (its PVC FileSystemResizePending: the
+# driver cannot grow a mounted filesystem; volumes.py).
+RestartCause = Literal["ConfigChanged", "ImageChanged", "ManualRoll", "FileSystemResize"]
+RESTART_CAUSES: tuple[RestartCause, ...] = (
+    "ConfigChanged",
+    "ImageChanged",
+    "ManualRoll",
+    "FileSystemResize",
+)
 
 
 @dataclass(frozen=True, slots=True)

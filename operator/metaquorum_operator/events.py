@@ -2,8 +2,8 @@
 
 Role: pure helpers of handlers.py. `describe` is the one-line message of an executed action (also
 its log line); `event_reason` its Event reason (a pod restart's is its cause: ConfigChanged,
-ImageChanged or ManualRoll); `pause_event` the Event to post when reconciliation was paused or
-resumed since the last status written.
+ImageChanged, ManualRoll or FileSystemResize); `pause_event` the Event to post when
+reconciliation was paused or resumed since the last status written.
 
 Invariants: pure (no IO, no kopf); every reason is CamelCase, every message one line.
 """
@@ -71,7 +71,7 @@ EVENT_REASONS: dict[type, str] = {
 
 def event_reason(action: planner.Action) -> str:
     """The Event reason of an executed action; a pod restart's is its cause (ConfigChanged,
-    ImageChanged or ManualRoll: actions.RESTART_CAUSES)."""
+    ImageChanged, ManualRoll or FileSystemResize: actions.RESTART_CAUSES)."""
     if isinstance(action, planner.Apply):
         return "Created" if action.create else "Updated"
     if isinstance(action, planner.DeletePod):

@@ -1,8 +1,9 @@
 """The operator's Kubernetes IO: observe the owned objects, execute one planner action.
 
 Role: the only module that calls the Kubernetes API for reconciles (handlers.py wires it to
-kopf). `observe` reads the ConfigMap, both Services, the PDB, the StatefulSet and its pods with
-uncached GETs, so each decision is made on fresh state. `execute` performs a planner action:
+kopf). `observe` reads the ConfigMap, both Services, the PDB, the StatefulSet, its pods and
+their PVCs (whether a filesystem resize waits for the pod's restart) with uncached GETs, so
+each decision is made on fresh state. `execute` performs a planner action:
 create, or JSON-merge-patch an object to its desired manifest (lists replaced whole; the
 StatefulSet by a JSON patch replacing its pod template whole, immutable fields and replicas
 left alone); scale the StatefulSet; delete a pod;
@@ -99,6 +100,19 @@ def _failing(status: Any) -> str | None:
     return None
 
 
+def _fs_resize_pending_ms(pvc: Any, pod_created: Any) -> int | None:
+    """When the PVC's FileSystemResizePending condition turned True (ms), if the pod was
+    created no later (it mounted the volume before the driver grew it); else None."""
+    conds = (pvc.status.conditions or []) if pvc is not None and pvc.status else []
+    for c in conds:
+        if c.type != "FileSystemResizePending" or c.status != "True":
+            continue
+        since = int(c.last_transition_time.timestamp() * 1000) if c.last_transition_time else 0
+        if pod_created is None or int(pod_created.timestamp() * 1000) <= since:
+            return since
+    return None
+
+
 def _node_image(spec: Any) -> str | None:
     for c in (spec.containers or []) if spec else []:
         if c.name == "node":
@@ -166,6 +180,14 @@ class Kube:
                     manual_roll=annotation_on(pm.annotations, MANUAL_ROLL_ANNOTATION),
                     failing=_failing(p.status),
                     unschedulable=placement.unschedulable(conds),
+                    fs_resize_pending_ms=_fs_resize_pending_ms(
+                        _get(
+                            self.core.read_namespaced_persistent_volume_claim,
+                            f"data-{name}",
+                            ns,
+                        ),
+                        pm.creation_timestamp,
+                    ),
                 )
             )
         return Observed(

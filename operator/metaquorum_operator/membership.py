@@ -49,6 +49,10 @@ class CatchUp:
     # A leader asked to resign (a roll's leader last) that still leads that epoch this long
     # after is rolled anyway: its pod is deleted and the node's SIGTERM hand-over resigns it.
     resign_timeout_ms: int = 10_000
+    # A pod whose PVC has waited this long in FileSystemResizePending (the driver grows the
+    # filesystem only when the volume is mounted again) is restarted, leader last. A driver
+    # with online expansion clears the condition within seconds, so it never rolls there.
+    fs_resize_grace_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)

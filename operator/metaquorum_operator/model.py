@@ -209,7 +209,9 @@ class OperatorConfig:
     """Operator-wide settings, from the operator's environment: when an observer counts as
     caught up and how long it must stay so before it is added as a voter
     (METAQUORUM_CATCH_UP_MAX_LAG_RECORDS, METAQUORUM_CATCH_UP_MAX_LAG_MS,
-    METAQUORUM_CATCH_UP_HOLD_MS; membership.CatchUp has the defaults)."""
+    METAQUORUM_CATCH_UP_HOLD_MS), and how long a PVC may wait in FileSystemResizePending before
+    its pod is restarted (METAQUORUM_FS_RESIZE_GRACE_MS); membership.CatchUp has the
+    defaults."""
 
     catch_up: CatchUp = field(default_factory=CatchUp)
 
@@ -221,6 +223,7 @@ class OperatorConfig:
             ("max_lag_records", "METAQUORUM_CATCH_UP_MAX_LAG_RECORDS"),
             ("max_lag_ms", "METAQUORUM_CATCH_UP_MAX_LAG_MS"),
             ("hold_ms", "METAQUORUM_CATCH_UP_HOLD_MS"),
+            ("fs_resize_grace_ms", "METAQUORUM_FS_RESIZE_GRACE_MS"),
         ):
             raw = env.get(key)
             if raw:

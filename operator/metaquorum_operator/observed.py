@@ -57,6 +57,11 @@ class ObservedPod:
     failing: str | None = None
     # the scheduler's reason when the pod cannot be placed (PodScheduled False), else None
     unschedulable: str | None = None
+    # When its PVC's filesystem resize became pending (FileSystemResizePending True since then,
+    # wall clock ms), if the pod was created no later: it mounted the volume before the driver
+    # grew it, and a driver without online expansion grows the filesystem at the next mount
+    # (a restart). None otherwise (no resize pending, or the pod mounted the grown volume).
+    fs_resize_pending_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

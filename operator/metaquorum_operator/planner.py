@@ -39,7 +39,8 @@ Rules, in order (the first that applies wins):
 9. OnDelete roll: delete one pod due for a restart (rolls.py: an old revision of the pod
    template, ConfigChanged or ImageChanged; or ManualRoll: the annotation
    metaquorum.dev/manual-roll on the pod, or on the MetadataQuorum for every pod there when it
-   was first seen), highest ordinal first, the leader last,
+   was first seen; or FileSystemResize: its PVC waits for a restart to grow the filesystem,
+   FileSystemResizePending for fs_resize_grace_ms), highest ordinal first, the leader last,
    and the leader only as a follower: first ResignLeader (its node's POST /resign?epoch=N,
    KIP-595 EndQuorumEpoch to its successors), then wait until another voter leads; a leader
    still leading that epoch `resign_timeout_ms` after it was asked is deleted anyway (the
@@ -78,7 +79,6 @@ from metaquorum_operator.actions import (
     Refused,
     RemoveVoter,
     ResignLeader,
-    RestartCause,
     ScaleStatefulSet,
     UpgradeKraftVersion,
     Wait,
@@ -94,7 +94,6 @@ from metaquorum_operator.membership import (
 from metaquorum_operator.model import Controls, Names, OperatorConfig, Owner, QuorumSpec
 from metaquorum_operator.observed import (
     Observed,
-    ObservedPod,
     ObservedQuorum,
     VoterKey,
 )
@@ -334,12 +333,13 @@ def _quorum_rules(
         return upgrades.stalled(desired.spec, observed) or Wait(down)
     # 9. OnDelete roll, one pod at a time, highest ordinal first, the leader last
     manual = rolls.roll_uids(desired.controls, progress, observed)
-    due: list[tuple[ObservedPod, RestartCause, str]] = []
-    for pod in observed.pods:
-        found = rolls.restart_cause(pod, desired.spec.image, sts.update_revision, manual)
-        if found is not None:
-            due.append((pod, *found))
-    due.sort(key=lambda d: (d[0].ordinal == quorum.leader_id, -d[0].ordinal))
+    due = rolls.due(
+        observed.pods,
+        (desired.spec.image, sts.update_revision, manual),
+        quorum.leader_id,
+        now_ms=progress.now_ms,
+        grace_ms=settings.fs_resize_grace_ms,
+    )
     if any(cause == "ImageChanged" for _, cause, _ in due):
         skewed = upgrades.skew(desired.spec, observed, quorum)
         if skewed is not None:

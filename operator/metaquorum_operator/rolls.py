@@ -1,5 +1,5 @@
-"""Which pods a roll restarts, and why: the pod template changed, the image changed, or a manual
-roll was asked.
+"""Which pods a roll restarts, and why: the pod template changed, the image changed, a manual
+roll was asked, or a volume waits for a restart to grow its filesystem.
 
 Role: pure helpers of the planner's roll rule (planner.py, rule 9). A pod is due for a restart
 when it runs an old revision of the StatefulSet's pod template (ImageChanged when its node
@@ -10,7 +10,12 @@ when a manual roll of the whole quorum (the same annotation on the MetadataQuoru
 restart it. A quorum-wide roll restarts the pods that existed when the operator first saw the
 annotation, each once: their uids (`Progress.manual_roll`, kept in status.manualRoll across
 operator restarts); a pod recreated for any reason since then has a new uid and counts as
-restarted.
+restarted. FileSystemResize: the pod's PVC has been FileSystemResizePending for
+`grace_ms` (CatchUp.fs_resize_grace_ms) since before the pod was created (ObservedPod.
+fs_resize_pending_ms): its driver grew the volume but cannot grow a mounted filesystem, and
+does so when the volume is mounted again; a pod created after the condition appeared mounted
+the grown volume and is not restarted for it (so one restart per pod, and none where the driver
+expands online and clears the condition first).
 
 Invariants: pure (no IO); the causes are the fixed set actions.RESTART_CAUSES.
 """
@@ -18,6 +23,7 @@ Invariants: pure (no IO); the causes are the fixed set actions.RESTART_CAUSES.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from metaquorum_operator.actions import RestartCause
 from metaquorum_operator.membership import Progress
@@ -44,8 +50,12 @@ def restart_cause(
     image: str,
     update_revision: str | None,
     manual: frozenset[str],
+    *,
+    now_ms: int = 0,
+    grace_ms: int | None = None,
 ) -> tuple[RestartCause, str] | None:
-    """Why `pod` must be restarted (cause, one line), or None."""
+    """Why `pod` must be restarted (cause, one line), or None. FileSystemResize only with
+    `grace_ms` (the clock `now_ms`)."""
     if update_revision and pod.revision != update_revision:
         if pod.image is not None and pod.image != image:
             return "ImageChanged", f"{pod.name} runs image {pod.image}, the spec asks for {image}"
@@ -54,7 +64,38 @@ def restart_cause(
         return "ManualRoll", f"{pod.name} carries the annotation {MANUAL_ROLL_ANNOTATION}"
     if pod.uid and pod.uid in manual:
         return "ManualRoll", f"manual roll of the quorum ({MANUAL_ROLL_ANNOTATION}): {pod.name}"
+    since = pod.fs_resize_pending_ms
+    if grace_ms is not None and since is not None and now_ms - since >= grace_ms:
+        return "FileSystemResize", (
+            f"the volume of {pod.name} has waited {(now_ms - since) // 1000} s in"
+            " FileSystemResizePending: its driver grows the filesystem when the pod restarts"
+        )
     return None
+
+
+def due(
+    pods: Sequence[ObservedPod],
+    want: tuple[str, str | None, frozenset[str]],
+    leader_id: int,
+    *,
+    now_ms: int,
+    grace_ms: int,
+) -> list[tuple[ObservedPod, RestartCause, str]]:
+    """The pods due for a restart with their cause and reason, in roll order: highest ordinal
+    first, the leader last. `want`: the spec's image, the StatefulSet's update revision and the
+    uids a quorum-wide manual roll still has to restart."""
+    image, update_revision, manual = want
+    found = [
+        (pod, *cause)
+        for pod in pods
+        if (
+            cause := restart_cause(
+                pod, image, update_revision, manual, now_ms=now_ms, grace_ms=grace_ms
+            )
+        )
+        is not None
+    ]
+    return sorted(found, key=lambda d: (d[0].ordinal == leader_id, -d[0].ordinal))
 
 
 def roll_done(controls: Controls, progress: Progress, observed: Observed) -> bool:

@@ -6,7 +6,8 @@ and whether each StorageClass has allowVolumeExpansion -> which PVCs to patch (t
 spec.resources.requests.storage raised to the spec's size) and the `VolumesResized` condition:
 True/AsRequested once every PVC's capacity is at least the spec's size; False/Resizing while
 a patched PVC waits for its driver (FileSystemResizePending: the driver grows the filesystem
-when the pod restarts; a manual roll does that, leader last); False/ExpansionNotAllowed naming
+when the pod restarts; the planner's roll does that, leader last, once the condition has
+lasted CatchUp.fs_resize_grace_ms: rolls.py, FileSystemResize); False/ExpansionNotAllowed naming
 the PVCs, their class and the fix. handlers.py executes the patches (Event VolumeResizing) and
 posts a Warning Event when ExpansionNotAllowed appears.
 
@@ -85,8 +86,9 @@ def plan(size: str, claims: Sequence[Claim], expandable: Mapping[str | None, boo
     if waiting:
         pending = any(c.fs_resize_pending for c in claims)
         hint = (
-            "; a pod restart finishes the filesystem resize (annotate the MetadataQuorum"
-            " metaquorum.dev/manual-roll=true)"
+            "; the driver grows the filesystem when the pod restarts: the operator restarts"
+            " each such pod, leader last, once its PVC has been FileSystemResizePending for"
+            " METAQUORUM_FS_RESIZE_GRACE_MS (Event FileSystemResize)"
             if pending
             else ""
         )

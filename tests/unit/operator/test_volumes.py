@@ -26,7 +26,7 @@ def test_a_patched_claim_waits_for_its_capacity_then_the_condition_holds() -> No
     waiting = plan("2Gi", [claim(0, "2Gi", "1Gi")], {"fast": True})
     assert waiting.grow == () and waiting.reason == "Resizing"
     pending = Claim("data-q-0", "2Gi", "1Gi", "fast", fs_resize_pending=True)
-    assert "manual-roll" in plan("2Gi", [pending], {"fast": True}).message
+    assert "the operator restarts each such pod" in plan("2Gi", [pending], {"fast": True}).message
     done = plan("2048Mi", [claim(0, "2Gi", "2Gi"), claim(1, "2Gi", "3Gi")], {"fast": True})
     assert (done.grow, done.status, done.reason) == ((), "True", "AsRequested")
 

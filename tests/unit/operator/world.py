@@ -53,6 +53,7 @@ class Pod:
     down_for: int = 0  # ticks until a stopped process comes back
     uid: str = field(default_factory=lambda: f"uid-{next(_uids)}")
     manual_roll: bool = False  # the annotation metaquorum.dev/manual-roll on this pod
+    created_ms: int = 0  # the pod's creationTimestamp (world clock)
 
 
 @dataclass
@@ -83,6 +84,11 @@ class World:
     roll_annotation: bool = False  # metaquorum.dev/manual-roll on the MetadataQuorum
     kraft_version: int | None = None  # the finalized kraft.version as ApiVersions tells it
     kraft_upgrades: int = 0
+    # PVCs in FileSystemResizePending: ordinal -> since (ms). A driver without online expansion
+    # grows the filesystem when a new pod mounts the volume (then the condition clears, unless
+    # fs_clears_at_mount is False: a driver slow to report it).
+    fs_pending: dict[int, int] = field(default_factory=dict)
+    fs_clears_at_mount: bool = True
 
     # ---- the quorum's truth --------------------------------------------------------------
     def voter_set(self) -> dict[int, str]:
@@ -119,7 +125,11 @@ class World:
                         self.disks.pop(i, None)
             for i in range(self.replicas):
                 if i not in self.pods:
-                    self.pods[i] = Pod(str(self.template_hash), self.slow + 1)
+                    self.pods[i] = Pod(
+                        str(self.template_hash), self.slow + 1, created_ms=self.clock_ms
+                    )
+                    if self.fs_clears_at_mount:
+                        self.fs_pending.pop(i, None)
                 self.start(i)
         self.elect()
         self.leo += 5 if self.leader >= 0 else 0
@@ -194,6 +204,11 @@ class World:
                 volume_refused=p.refused,
                 uid=p.uid,
                 manual_roll=p.manual_roll,
+                fs_resize_pending_ms=(
+                    since
+                    if (since := self.fs_pending.get(i)) is not None and p.created_ms <= since
+                    else None
+                ),
             )
             for i, p in sorted(self.pods.items())
         ]
