@@ -27,7 +27,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
 - `QuorumLost`: True (MajorityLost) while the planner returns QuorumLost (quorum_lost.py: a
   majority of the voters unreachable or came back empty; the message names them and the
-  survivors), also while paused; False (QuorumIntact) otherwise.
+  survivors), also while paused; True (Recovering) with the step while a recovery asked by
+  metaquorum.dev/recover-from is under way and no leader answers (recovery.py); False
+  (QuorumIntact) otherwise.
 Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
 leader / spec.replicas, 0/N without a leader) and `operation` (`operation_of`: the voter change
 in flight, else what the planner chose, e.g. "Rolling q-2"; Idle when converged).

@@ -37,7 +37,12 @@ def run_format(
     shutil.rmtree(cfg, ignore_errors=True)
     cfg.mkdir()
     cm = builders.configmap(
-        QuorumSpec(), NAMES, Owner("q", "u"), formed=formed, tombstones=tombstones, recovery=recovery
+        QuorumSpec(),
+        NAMES,
+        Owner("q", "u"),
+        formed=formed,
+        tombstones=tombstones,
+        recovery=recovery,
     )
     for key, value in cm["data"].items():
         (cfg / key).write_text(value)
@@ -123,4 +128,7 @@ def test_a_recovery_request_for_this_node_runs_storage_recover_once(tmp_path: Pa
     assert "recovered " in run_format(tmp_path, 0, formed=True, recovery="0 uid-b").stdout
     other = run_format(tmp_path, 1, formed=True, recovery="0 uid-c")  # empty volume, node 1
     assert other.returncode == 0 and "recovered " not in other.stdout
-    assert not (tmp_path / "data-1" / ".." / "recovered-from").read_text() == "uid-c\n"
+    assert (tmp_path / "recovered-from").read_text() == "uid-b\n"  # not node 1's request
+    empty = run_format(tmp_path, 2, formed=True, recovery="2 uid-d")  # its own, on an empty volume
+    assert empty.returncode == 0 and "recovered " not in empty.stdout
+    assert meta(tmp_path, 2)["node.id"] == "2"  # formatted as an observer, not recovered
