@@ -37,6 +37,9 @@ import kv_state
 import pytest
 import yaml
 from harness import OPERATOR_NS, TIMINGS, Cluster, wait_for
+from kubernetes import client
+from metaquorum_operator import backups
+from metaquorum_operator.model import Names
 from quorums import GROUP, PLURAL, SAMPLE, VERSION, cond, hosts, settled, use_pod_names
 
 pytestmark = pytest.mark.e2e
@@ -48,6 +51,7 @@ from tests.integration.ledger import Ledger  # noqa: E402
 from tests.integration.s3_server import ADMIN, BUCKET, S3Server  # noqa: E402
 
 NS = "backup-schedule"
+NAMES = Names("quorum", NS)
 SECRET = "s3-creds"
 PREFIX = f"{NS}/quorum"
 KEEP = 1
@@ -244,6 +248,19 @@ def test_scheduled_backups_land_verify_and_are_pruned(scenario: Scenario) -> Non
 def test_restore_from_into_a_new_quorum(scenario: Scenario) -> None:
     sc, cluster = scenario, scenario.cluster
     sc.wait_backups()
+    # no backup may run (and prune the one chosen) from here on: spec.backup removed, the
+    # operator deletes the CronJob, its Jobs' pods go with it
+    patch = json.dumps({"spec": {"backup": None}})
+    cluster.kubectl("patch", "metadataquorum", "quorum", "-n", NS, "--type=merge", "-p", patch)
+    batch = client.BatchV1Api(cluster.core.api_client)
+
+    def no_backup_jobs() -> bool:
+        if batch.list_namespaced_cron_job(NS).items:
+            return False
+        pods = cluster.core.list_namespaced_pod(NS, label_selector=backups.job_selector(NAMES))
+        return not pods.items
+
+    wait_for(no_backup_jobs, 120, "the backup CronJob and its Jobs' pods gone")
     sc.ledger.stop()
     name, end, _ = sc.list_backups()[-1]
     acked = dict(sc.ledger.acked)
