@@ -6,7 +6,9 @@ client stopped and every voter caught up, so the survivor holds every acknowledg
 voters lose their disks (PVC and pod deleted: the leader and one follower): the StatefulSet
 brings them back empty, the quorum has no leader, and the operator shows QuorumLost
 (MajorityLost, naming the empty voters and the survivor) and changes nothing: the survivor's
-pod is the same incarnation, its log end the same, for a while. Then the user annotates
+pod is the same incarnation, its log end the same, for a while. The annotation naming a voter
+that came back empty is refused in the QuorumLost message with the survivor's name, and nothing
+is done. Then the user annotates
 `metaquorum.dev/recover-from: quorum-<survivor>`: the operator restarts that pod, whose format
 init container runs `metaquorum storage recover` on its volume; it leads alone, the others are
 added back one at a time; the quorum is Running with 3 voters (the survivor's directory id
@@ -27,6 +29,7 @@ from harness import TIMINGS, Cluster, wait_for
 from quorums import cond, ledger_for, mq, quorum, settled  # noqa: F401
 
 pytestmark = pytest.mark.e2e
+ANNOTATION = "metaquorum.dev/recover-from"
 
 
 def _status(cluster: Cluster, ns: str, i: int) -> dict[str, Any]:
@@ -90,14 +93,27 @@ def test_lost_majority_is_shown_then_recovered_from_the_named_survivor(
     sel = "involvedObject.kind=MetadataQuorum,reason=RecoveringFromSurvivor"
     assert not cluster.core.list_namespaced_event(ns, field_selector=sel).items
 
+    # a pod that came back empty is refused with one line naming the survivor; nothing done
+    wrong = f"quorum-{victims[0]}"
+    cluster.kubectl("annotate", "metadataquorum", "quorum", "-n", ns, f"{ANNOTATION}={wrong}")
+    refusal = f"{ANNOTATION}: {wrong} came back empty; recover from quorum-{survivor}"
+    wait_for(
+        lambda: refusal in cond(mq(cluster, ns), "QuorumLost").get("message", ""),
+        60,
+        f"the refusal {refusal!r}",
+    )
+    assert cluster.core.read_namespaced_pod(f"quorum-{survivor}", ns).metadata.uid == uid
+    assert not cluster.core.list_namespaced_event(ns, field_selector=sel).items
+
     t0 = time.monotonic()
     cluster.kubectl(
         "annotate",
+        "--overwrite",
         "metadataquorum",
         "quorum",
         "-n",
         ns,
-        f"metaquorum.dev/recover-from=quorum-{survivor}",
+        f"{ANNOTATION}=quorum-{survivor}",
     )
 
     def reformed() -> Any:
