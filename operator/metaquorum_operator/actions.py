@@ -126,6 +126,18 @@ class QuorumLost:
 
 
 @dataclass(frozen=True, slots=True)
+class Recover:
+    """Recover the lost quorum from pod `pod` (recovery.py): write the ConfigMap `configmap`
+    (its `recover-from` key: "<ordinal> <token>"), then delete the pod if its uid is `token`."""
+
+    pod: str
+    ordinal: int
+    token: str
+    configmap: dict[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Converged:
     reason: str = "all objects up to date, all replicas ready and voters"
 
@@ -160,6 +172,7 @@ Action = (
     | Wait
     | Refused
     | QuorumLost
+    | Recover
     | Converged
     | Paused
 )

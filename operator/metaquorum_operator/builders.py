@@ -31,6 +31,7 @@ from metaquorum_operator.model import (
     Owner,
     QuorumSpec,
 )
+from metaquorum_operator.recovery import RECOVER_KEY, RECOVER_SCRIPT
 from metaquorum_operator.tls_client import CA, COMBINED
 
 SPEC_HASH = "metaquorum.dev/spec-hash"
@@ -64,7 +65,7 @@ if [ -f "$meta" ]; then
   if [ -n "$did" ] && grep -qxF "$did" "$cfg/{TOMBSTONES_KEY}" 2>/dev/null; then
     refuse "directory $did was replaced in the quorum and may not rejoin: $fix"
   fi
-  echo "volume formatted for cluster $cid, node $nid, directory $did"
+{RECOVER_SCRIPT}  echo "volume formatted for cluster $cid, node $nid, directory $did"
   exit 0
 fi
 mode=--no-initial-controllers
@@ -177,12 +178,15 @@ def configmap(
     *,
     formed: bool = False,
     tombstones: frozenset[str] = frozenset(),
+    recovery: str = "",
 ) -> dict[str, Any]:
     data = {
         CONFIG_FILE: server_properties(spec, names),
         BOOTSTRAP_KEY: "join" if formed else "standalone",
         TOMBSTONES_KEY: "".join(f"{d}\n" for d in sorted(tombstones)),
     }
+    if recovery:  # a lost quorum's recovery asked of one pod (recovery.py)
+        data[RECOVER_KEY] = recovery
     obj = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -66,6 +66,7 @@ EVENT_REASONS: dict[type, str] = {
     planner.AddVoter: "VoterAdded",
     planner.RemoveVoter: "VoterRemoved",
     planner.UpgradeKraftVersion: "KraftVersionUpgraded",
+    planner.Recover: "RecoveringFromSurvivor",
 }
 
 

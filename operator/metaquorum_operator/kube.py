@@ -25,7 +25,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from metaquorum_operator import builders, placement, upgrades, volumes
-from metaquorum_operator.actions import Action, Apply, DeletePod, EndManualRoll, ScaleStatefulSet
+from metaquorum_operator.actions import (
+    Action,
+    Apply,
+    DeletePod,
+    EndManualRoll,
+    Recover,
+    ScaleStatefulSet,
+)
 from metaquorum_operator.model import (
     GROUP,
     MANUAL_ROLL_ANNOTATION,
@@ -40,6 +47,7 @@ from metaquorum_operator.observed import (
     ObservedPod,
     ObservedStatefulSet,
 )
+from metaquorum_operator.recovery import RECOVER_KEY
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -131,7 +139,7 @@ class Kube:
     def observe(self, names: Names) -> Observed:
         ns = names.namespace
         objects: dict[str, ObservedObject | None] = {}
-        formed, tombstones = False, frozenset[str]()
+        formed, tombstones, recovery = False, frozenset[str](), ""
         for key, fn, name in (
             ("ConfigMap", self.core.read_namespaced_config_map, names.configmap),
             ("HeadlessService", self.core.read_namespaced_service, names.headless_service),
@@ -144,6 +152,7 @@ class Kube:
                 data = found.data or {}
                 formed = data.get(builders.BOOTSTRAP_KEY) == "join"
                 tombstones = frozenset(data.get(builders.TOMBSTONES_KEY, "").split())
+                recovery = data.get(RECOVER_KEY, "")
         sts = _get(self.apps.read_namespaced_stateful_set, names.statefulset, ns)
         observed_sts = None
         if sts is not None:
@@ -196,6 +205,7 @@ class Kube:
             pods=sorted(pods, key=lambda p: p.ordinal),
             formed=formed,
             tombstones=tombstones,
+            recovery=recovery,
         )
 
     def execute(self, action: Action, names: Names) -> None:
@@ -228,11 +238,31 @@ class Kube:
                 patchers[kind](name, ns, ops, _content_type=JSON_PATCH)
                 return
             body = {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
+            if kind == "ConfigMap":  # a merge patch removes a key only when it says null
+                body["data"] = {RECOVER_KEY: None, **body["data"]}
             patchers[kind](name, ns, body, _content_type=MERGE)
         elif isinstance(action, ScaleStatefulSet):
             self.apps.patch_namespaced_stateful_set(
                 names.statefulset, ns, {"spec": {"replicas": action.replicas}}, _content_type=MERGE
             )
+        elif isinstance(action, Recover):
+            m = action.configmap
+            body = {k: v for k, v in m.items() if k not in ("apiVersion", "kind")}
+            self.core.patch_namespaced_config_map(
+                m["metadata"]["name"], ns, body, _content_type=MERGE
+            )
+            # only the incarnation named by the token: a newer pod is left alone
+            try:
+                self.core.delete_namespaced_pod(
+                    action.pod,
+                    ns,
+                    body=client.V1DeleteOptions(
+                        preconditions=client.V1Preconditions(uid=action.token)
+                    ),
+                )
+            except ApiException as e:
+                if e.status not in (404, 409):
+                    raise
         elif isinstance(action, DeletePod):
             try:
                 self.core.delete_namespaced_pod(action.name, ns)

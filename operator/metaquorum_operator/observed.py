@@ -76,6 +76,7 @@ class Observed:
     pods: Sequence[ObservedPod] = ()
     formed: bool = False
     tombstones: frozenset[str] = frozenset()
+    recovery: str = ""  # its `recover-from` key: a recovery under way (recovery.py)
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -64,7 +64,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metaquorum_operator import builders, migration, rolls, upgrades
+from metaquorum_operator import builders, migration, recovery, rolls, upgrades
 from metaquorum_operator.actions import (
     IDLE,
     VOTER_CHANGES,
@@ -76,6 +76,7 @@ from metaquorum_operator.actions import (
     EndManualRoll,
     Paused,
     QuorumLost,
+    Recover,
     Refused,
     RemoveVoter,
     ResignLeader,
@@ -114,6 +115,7 @@ __all__ = [
     "NotOwned",
     "Paused",
     "QuorumLost",
+    "Recover",
     "Refused",
     "RemoveVoter",
     "ResignLeader",
@@ -139,11 +141,16 @@ class Desired:
     controls: Controls = field(default_factory=Controls)
 
     def manifests(
-        self, sts_replicas: int, formed: bool = False, tombstones: frozenset[str] = frozenset()
+        self,
+        sts_replicas: int,
+        formed: bool = False,
+        tombstones: frozenset[str] = frozenset(),
+        recovery: str = "",
     ) -> dict[str, dict[str, Any]]:
         s, n, o = self.spec, self.names, self.owner
+        cm = builders.configmap(s, n, o, formed=formed, tombstones=tombstones, recovery=recovery)
         return {
-            "ConfigMap": builders.configmap(s, n, o, formed=formed, tombstones=tombstones),
+            "ConfigMap": cm,
             "HeadlessService": builders.headless_service(s, n, o),
             "ClientService": builders.client_service(s, n, o),
             "PodDisruptionBudget": builders.pod_disruption_budget(s, n, o),
@@ -204,12 +211,24 @@ def _plan(
     progress = progress or Progress()
     settings = desired.operator.catch_up
     led = quorum is not None and quorum.has_leader
-    # 0b. a lost majority: say so, change nothing
+
+    # 0b. a lost majority: say so, change nothing, unless the user names the survivor to
+    # recover from (recovery.py); a recovery under way is seen through until a leader answers
+    def render(value: str) -> dict[str, Any]:
+        return desired.manifests(1, True, observed.tombstones, value)["ConfigMap"]
+
+    request = recovery.parse(observed.recovery)
+    if request is not None and not led:
+        return recovery.step(desired.names, observed, request, nodes, render)
     lost = None if led else lost_majority(observed.pods, nodes)
     if lost is not None:
         reason = lost.reason
-        if desired.controls.recover_from:  # checked, not acted on (recover_from.py)
-            _, line = check_survivor(desired.controls.recover_from, desired.names, lost, nodes)
+        if desired.controls.recover_from:
+            ordinal, line = check_survivor(
+                desired.controls.recover_from, desired.names, lost, nodes
+            )
+            if ordinal is not None:
+                return recovery.start(desired.names, observed, ordinal, line, render)
             reason = f"{reason}; {line}"
         return QuorumLost(reason, lost.voters, lost.empty + lost.unreachable)
     formed = observed.formed or led or formed_by_survey(nodes)

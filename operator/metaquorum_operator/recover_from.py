@@ -1,6 +1,6 @@
 """The `metaquorum.dev/recover-from: "<pod>"` annotation: which survivor to re-form a lost
-quorum around, checked (issue 31). Only the check is built: the operator does not perform the
-recovery yet (docs/operator.md, "Lost majority"; the runbook in docs/backup.md does it by hand).
+quorum around, checked (issue 31). The check gates the action: only a survivor accepted here is
+recovered (recovery.py; docs/operator.md, "Recovering").
 
 Role: `check_survivor` decides, purely, whether the named pod is a survivor fit to recover from,
 given the lost majority (quorum_lost.py) and the pods' own views: it must be a current voter
@@ -50,6 +50,5 @@ def check_survivor(
         )
     return ordinal, (
         f"{RECOVER_FROM_ANNOTATION}: {pod} is the survivor to recover from (log end"
-        f" {mine.log_end_offset}, epoch {mine.log_end_epoch}); the operator does not run the"
-        " recovery itself yet: follow the runbook (docs/backup.md)"
+        f" {mine.log_end_offset}, epoch {mine.log_end_epoch})"
     )

@@ -27,7 +27,9 @@ Conditions (metav1.Condition shape, each with observedGeneration; as etcd-operat
   with CatchingUp while a voter is behind for less, AsExpected otherwise.
 - `QuorumLost`: True (MajorityLost) while the planner returns QuorumLost (quorum_lost.py: a
   majority of the voters unreachable or came back empty; the message names them and the
-  survivors), also while paused; False (QuorumIntact) otherwise.
+  survivors), also while paused; True (Recovering) with the step while a recovery asked by
+  metaquorum.dev/recover-from is under way and no leader answers (recovery.py); False
+  (QuorumIntact) otherwise.
 Printer columns (`kubectl get metadataquorums`): `readyVoters` ("2/3": voters caught up with the
 leader / spec.replicas, 0/N without a leader) and `operation` (`operation_of`: the voter change
 in flight, else what the planner chose, e.g. "Rolling q-2"; Idle when converged).
@@ -51,6 +53,7 @@ from metaquorum_operator.actions import (
     EndManualRoll,
     Paused,
     QuorumLost,
+    Recover,
     Refused,
     RemoveVoter,
     ResignLeader,
@@ -103,6 +106,7 @@ def step_reason(action: Action) -> str:
         Apply: "Applying",
         UpgradeKraftVersion: "Migrating",
         QuorumLost: LOST_CONDITION,
+        Recover: "Recovering",
         Converged: "Converged",
         Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")
@@ -262,7 +266,7 @@ def compute_status(
         degraded,
         paused_condition(action, cond),
         cond("Upgrading", *upgrades.upgrading_condition(spec, observed, quorum, action)),
-        lost_condition(lost, cond),
+        lost_condition(lost, cond, action if observed.recovery and not led else None),
     ]
     status: dict[str, Any] = {
         "phase": phase_of(spec, observed, quorum, action, degraded["status"] == "True"),
@@ -299,10 +303,16 @@ def lost_of(action: Action) -> QuorumLost | None:
     return action if isinstance(action, QuorumLost) else None
 
 
-def lost_condition(lost: QuorumLost | None, cond: Any) -> dict[str, Any]:
-    """QuorumLost: True (MajorityLost) naming the voters lost, else False (QuorumIntact)."""
+def lost_condition(
+    lost: QuorumLost | None, cond: Any, recovering: Action | None = None
+) -> dict[str, Any]:
+    """QuorumLost: True (MajorityLost) naming the voters lost, True (Recovering) with the
+    recovery's step while one asked by metaquorum.dev/recover-from is under way (recovery.py),
+    else False (QuorumIntact)."""
     if lost is not None:
         return dict(cond(LOST_CONDITION, "True", "MajorityLost", lost.reason))
+    if recovering is not None:
+        return dict(cond(LOST_CONDITION, "True", "Recovering", recovering.reason))
     return dict(
         cond(LOST_CONDITION, "False", "QuorumIntact", "no majority of the voters is known lost")
     )

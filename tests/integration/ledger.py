@@ -46,6 +46,9 @@ class Ledger:
     _thread: threading.Thread | None = None
     errors: list[str] = field(default_factory=list)
     tls: Callable[[], ssl.SSLContext] | None = None  # a quorum on SSL: the client context
+    # values `w<w>-<n>=v`: the node's key-value state machine maps each to a key, so a snapshot
+    # (which keeps the map, not the records) still holds them (the backup/restore e2e test)
+    kv: bool = False
 
     def start(self) -> Ledger:
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
@@ -78,7 +81,7 @@ class Ledger:
         attempt = 0
         try:
             while not self._stop.is_set():
-                value = f"w{w}-{attempt}".encode()
+                value = f"w{w}-{attempt}{'=v' if self.kv else ''}".encode()
                 attempt += 1
                 try:
                     offset = await client.append([value], timeout_ms=5000)

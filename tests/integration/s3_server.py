@@ -39,15 +39,15 @@ def weed_binary() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def _free_pair() -> int:
-    """A port p with p and p + 10000 (weed's gRPC port) both free."""
+def _free_pair(host: str = "127.0.0.1") -> int:
+    """A port p with p and p + 10000 (weed's gRPC port) both free on `host`."""
     for _ in range(200):
         p = random.randint(20000, 29999)
         ok = True
         for q in (p, p + 10000):
             with socket.socket() as s:
                 try:
-                    s.bind(("127.0.0.1", q))
+                    s.bind((host, q))
                 except OSError:
                     ok = False
         if ok:
@@ -58,13 +58,14 @@ def _free_pair() -> int:
 @dataclass
 class S3Server:
     base: Path
+    host: str = "127.0.0.1"  # the address it binds (the e2e tier: the pods' bridge gateway)
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
     ports: list[int] = field(default_factory=list)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def env(self, creds: tuple[str, str] = ADMIN) -> dict[str, str]:
         """The environment a `metaquorum backup` process gets (as from a Kubernetes Secret)."""
@@ -108,7 +109,7 @@ class S3Server:
                 }
             )
         )
-        master, volume, filer, self.port = (_free_pair() for _ in range(4))
+        master, volume, filer, self.port = (_free_pair(self.host) for _ in range(4))
         (self.base / "data").mkdir(exist_ok=True)
         log = (self.base / "weed.log").open("ab")
         self.process = subprocess.Popen(
@@ -116,8 +117,8 @@ class S3Server:
                 str(weed),
                 "server",
                 f"-dir={self.base / 'data'}",
-                "-ip=127.0.0.1",
-                "-ip.bind=127.0.0.1",
+                f"-ip={self.host}",
+                f"-ip.bind={self.host}",
                 f"-master.port={master}",
                 f"-volume.port={volume}",
                 "-filer",

@@ -25,12 +25,24 @@ pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs sh")
 
 
 def run_format(
-    tmp: Path, node: int, *, formed: bool, tombstones: frozenset[str] = frozenset(), cid: str = CID
+    tmp: Path,
+    node: int,
+    *,
+    formed: bool,
+    tombstones: frozenset[str] = frozenset(),
+    cid: str = CID,
+    recovery: str = "",
 ) -> subprocess.CompletedProcess[str]:
     cfg = tmp / "etc"
-    cfg.mkdir(exist_ok=True)
+    shutil.rmtree(cfg, ignore_errors=True)
+    cfg.mkdir()
     cm = builders.configmap(
-        QuorumSpec(), NAMES, Owner("q", "u"), formed=formed, tombstones=tombstones
+        QuorumSpec(),
+        NAMES,
+        Owner("q", "u"),
+        formed=formed,
+        tombstones=tombstones,
+        recovery=recovery,
     )
     for key, value in cm["data"].items():
         (cfg / key).write_text(value)
@@ -101,3 +113,22 @@ def test_a_replaced_directory_is_refused(tmp_path: Path) -> None:
     assert p.returncode == builders.REFUSED_EXIT
     assert f"directory {old} was replaced" in p.stdout
     assert meta(tmp_path, 2)["directory.id"] == old
+
+
+def test_a_recovery_request_for_this_node_runs_storage_recover_once(tmp_path: Path) -> None:
+    """recovery.py: the survivor's formatted volume is recovered once per request (the marker
+    holds the token); another node, or an empty volume, is never recovered."""
+    assert run_format(tmp_path, 0, formed=False).returncode == 0  # a one-voter quorum's volume
+    p = run_format(tmp_path, 0, formed=True, recovery="0 uid-a")
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert "recovered " in p.stdout and "is the only voter" in p.stdout, p.stdout
+    assert (tmp_path / "recovered-from").read_text() == "uid-a\n"
+    again = run_format(tmp_path, 0, formed=True, recovery="0 uid-a")
+    assert again.returncode == 0 and "recovered " not in again.stdout
+    assert "recovered " in run_format(tmp_path, 0, formed=True, recovery="0 uid-b").stdout
+    other = run_format(tmp_path, 1, formed=True, recovery="0 uid-c")  # empty volume, node 1
+    assert other.returncode == 0 and "recovered " not in other.stdout
+    assert (tmp_path / "recovered-from").read_text() == "uid-b\n"  # not node 1's request
+    empty = run_format(tmp_path, 2, formed=True, recovery="2 uid-d")  # its own, on an empty volume
+    assert empty.returncode == 0 and "recovered " not in empty.stdout
+    assert meta(tmp_path, 2)["node.id"] == "2"  # formatted as an observer, not recovered

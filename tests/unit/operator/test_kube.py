@@ -121,3 +121,22 @@ def test_a_failing_container_and_an_unschedulable_pod_are_read() -> None:
     # kube.observe reads it with placement.unschedulable (the scheduler's message, else a default)
     assert unschedulable([unscheduled]) == "no node satisfies the pod's placement"
     assert unschedulable([client.V1PodCondition(type="PodScheduled", status="True")]) is None
+
+
+def test_recover_writes_the_request_then_deletes_only_the_named_incarnation() -> None:
+    from metaquorum_operator.planner import Apply, Recover
+    from metaquorum_operator.recovery import RECOVER_KEY
+
+    kube = fake_kube([])
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "q-config"}}
+    cm["data"] = {RECOVER_KEY: "1 uid-1", "bootstrap": "join"}
+    kube.execute(Recover("q-1", 1, "uid-1", cm, "r"), Names("q", "ns"))
+    args, _ = kube.core.patch_namespaced_config_map.call_args
+    assert args[0] == "q-config" and args[2]["data"][RECOVER_KEY] == "1 uid-1"
+    args, kwargs = kube.core.delete_namespaced_pod.call_args
+    assert args == ("q-1", "ns") and kwargs["body"].preconditions.uid == "uid-1"
+    # a later ConfigMap update without the request removes the key (merge patch: null)
+    plain = {**cm, "data": {"bootstrap": "join"}}
+    kube.execute(Apply("ConfigMap", plain, create=False, reason="r"), Names("q", "ns"))
+    args, _ = kube.core.patch_namespaced_config_map.call_args
+    assert args[2]["data"] == {RECOVER_KEY: None, "bootstrap": "join"}
