@@ -80,6 +80,8 @@ class QuorumSpec:
     tls_enabled: bool = False
     tls_secret_name: str | None = None
     cluster_id: str | None = None
+    # spec.staticVoters: an adopted static quorum's controller.quorum.voters (migration.py)
+    static_voters: str | None = None
     # the software version spec.image runs, when the user declares it (upgrades.py checks the
     # version skew before the first pod restarts; without it, once the first pod reports)
     version: str | None = None
@@ -107,6 +109,7 @@ class QuorumSpec:
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
+            static_voters=str(spec["staticVoters"]) if spec.get("staticVoters") else None,
             version=str(spec["version"]) if spec.get("version") else None,
             restore_from=RestoreFrom.from_spec(spec.get("restoreFrom")),
             pod_template=dict(spec.get("podTemplate") or {}),

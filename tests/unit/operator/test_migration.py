@@ -5,6 +5,8 @@ naming the voters otherwise; nothing when the level is 1 or unknown."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from metaquorum.admin.client import AdminError
 from metaquorum_operator import events, migration, planner
 from metaquorum_operator.membership import CatchUp, healthy_keys
@@ -44,6 +46,20 @@ def test_a_voter_without_a_directory_id_or_not_caught_up_blocks_it() -> None:
     quorum = q({0: "A", 1: "B", 2: "C"}, 0, lagging=frozenset({2}))
     found = migration.step(quorum, healthy_keys(quorum, CatchUp()))
     assert isinstance(found, planner.Refused) and "voters 2 are not caught up" in found.reason
+
+
+def test_a_static_voter_set_has_no_directory_ids_the_nodes_status_gives_them() -> None:
+    # kraft.version 0: DescribeQuorum names the voters by id only (ZERO directory ids, as
+    # Kafka's); each node's GET /status reports its meta.properties directory id
+    quorum = q({0: "", 1: "", 2: ""}, 0)
+    healthy = healthy_keys(quorum, CatchUp())
+    found = migration.step(quorum, healthy)
+    assert isinstance(found, planner.Refused) and "voters 0, 1, 2 report no" in found.reason
+    reported = dataclasses.replace(quorum, directories=((0, "A"), (2, "C")))
+    found = migration.step(reported, healthy)
+    assert isinstance(found, planner.Refused) and "voters 1 report no" in found.reason
+    reported = dataclasses.replace(quorum, directories=((0, "A"), (1, "B"), (2, "C")))
+    assert isinstance(migration.step(reported, healthy), planner.UpgradeKraftVersion)
 
 
 def test_the_step_loop_migrates_first_then_scales_3_to_5_to_3() -> None:
