@@ -89,6 +89,12 @@ class QuorumSpec:
     # spec.podTemplate as given (placement.py renders it; the CRD checks its shape)
     pod_template: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def static_voter_ids(self) -> tuple[int, ...]:
+        """The node ids of spec.staticVoters (`id@host:port,...`; the CRD checks the shape)."""
+        text = self.static_voters or ""
+        return tuple(sorted(int(v.split("@", 1)[0]) for v in text.split(",") if "@" in v))
+
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
         storage = spec.get("storage") or {}

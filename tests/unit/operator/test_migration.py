@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from metaquorum.admin.client import AdminError
-from metaquorum_operator import events, migration, planner
+from metaquorum_operator import builders, events, migration, planner
 from metaquorum_operator.membership import CatchUp, healthy_keys
-from metaquorum_operator.observed import ObservedQuorum, ReplicaState
+from metaquorum_operator.observed import Observed, ObservedObject, ObservedQuorum, ReplicaState
 
 from tests.unit.operator.test_planner import Driver, converged, desired
 from tests.unit.operator.world import World
@@ -100,3 +100,19 @@ def test_a_refused_upgrade_is_retried_not_skipped() -> None:
     d.until(desired(4), limit=120)
     assert world.kraft_version == 1 and calls["n"] == 2
     assert any("KraftVersionUpgradeFailed" in f or "REQUEST_TIMED_OUT" in f for f in d.failures)
+
+
+def test_an_adopted_static_quorum_starts_a_pod_per_static_voter() -> None:
+    # one pod of a three-voter static quorum could never elect a leader
+    voters = ",".join(f"{i}@q-{i}.q-headless.ns.svc.cluster.local:9093" for i in range(3))
+    for spec_voters, first in ((None, 1), (voters, 3)):
+        d = desired(5, static_voters=spec_voters)
+        objects: dict[str, ObservedObject | None] = {}
+        for _ in range(len(planner.ORDER)):
+            action = planner.plan(d, Observed(objects=objects))
+            assert isinstance(action, planner.Apply) and action.create, action
+            objects[action.key] = ObservedObject(
+                action.manifest["metadata"]["annotations"][builders.SPEC_HASH], (d.owner.uid,)
+            )
+        assert action.key == "StatefulSet"
+        assert action.manifest["spec"]["replicas"] == first
