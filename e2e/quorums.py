@@ -1,15 +1,17 @@
 """What the operator's e2e tests share: the sample MetadataQuorum, reading it, waiting for it to
-settle, the `quorum` fixture, and the live quorum seen from the test (DescribeQuorum, the ledger,
-kill -9 and heal).
+settle, the `quorum` and `watched` fixtures, and the live quorum seen from the test
+(DescribeQuorum, the ledger, kill -9 and heal).
 
 Role: the library of test_operator_real_node, test_operator_faults, test_operator_ha,
-test_operator_nemesis and test_tls_operator (a test module imports this, never another test
-module). `quorum` is a pytest fixture: a test module that uses it imports it from here.
+test_operator_nemesis, test_operator_upgrades, test_operator_adoption and test_tls_operator (a
+test module imports this, never another test module). `quorum` and `watched` are pytest
+fixtures: a test module that uses them imports both from here.
 
 Invariants: the oracles are the live quorum (DescribeQuorum through metaquorum.admin, from the
 test process through the pods' stable names: use_pod_names) and the MetadataQuorum's status;
 `settled` holds only when the two agree. Nothing here changes the cluster except
-apply_sample, the `quorum` fixture (which applies the sample) and kill_and_heal.
+apply_sample, the `quorum` fixture (which applies the sample; `watched` adds the ledger and
+a Watcher to it) and kill_and_heal.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +99,11 @@ def settled(cluster: Cluster, ns: str, voters: list[int]) -> dict[str, Any] | No
     return obj if live == reported and info.leader_id == st["leader"] else None
 
 
-def apply_sample(cluster: Cluster, ns: str) -> None:
+def apply_sample(cluster: Cluster, ns: str, **spec: Any) -> None:
+    """The sample on image metaquorum/node:e2e, with `spec` merged into its spec."""
     body = yaml.safe_load(SAMPLE.read_text())
     body["metadata"]["namespace"] = ns
-    body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never"})
+    body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never", **spec})
     cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
 
 
@@ -111,6 +115,20 @@ def quorum(cluster: Cluster, operator: str, namespace: str) -> str:
     wait_for(lambda: settled(cluster, namespace, [0, 1, 2]), 240, "3 voters, Running")
     TIMINGS["apply -> 3 voters Running (s)"] = time.monotonic() - t0
     return namespace
+
+
+@pytest.fixture
+def watched(quorum: str) -> Iterator[tuple[str, Any, Watcher]]:
+    """The `quorum` fixture's quorum with the ledger appending (20 acknowledged first) and a
+    Watcher on its DescribeQuorum; both stopped at the end (a test may stop them earlier)."""
+    ledger = ledger_for(quorum).start()
+    watcher = Watcher(hosts(quorum)).start()
+    try:
+        ledger.wait_acked(20, timeout_s=60)
+        yield quorum, ledger, watcher
+    finally:
+        watcher.stop()
+        ledger.stop()
 
 
 def hosts(ns: str, members: int = 5) -> list[tuple[str, int]]:

@@ -19,39 +19,28 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from harness import TIMINGS, Cluster, wait_for
 from quorum_watch import Fault, Watcher, check
-from quorums import (  # noqa: F401 - the quorum fixture
+from quorums import (  # noqa: F401 - the quorum and watched fixtures
     hosts,
     kill_and_heal,
     ledger_for,
     mq,
     quorum,
     settled,
+    watched,
     whole,
 )
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def watched(quorum: str) -> Iterator[tuple[str, Any, Watcher]]:  # noqa: F811 - the fixture
-    ledger = ledger_for(quorum).start()
-    watcher = Watcher(hosts(quorum)).start()
-    try:
-        ledger.wait_acked(20, timeout_s=60)
-        yield quorum, ledger, watcher
-    finally:
-        watcher.stop()
-        ledger.stop()
-
-
 def test_kill_9_pods_repeatedly_leader_included_heals_and_loses_nothing(
-    cluster: Cluster, watched: tuple[str, Any, Watcher]
+    cluster: Cluster,
+    watched: tuple[str, Any, Watcher],  # noqa: F811 - the fixture
 ) -> None:
     ns, ledger, watcher = watched
     faults: list[Fault] = []
@@ -129,7 +118,8 @@ def assert_resigned_before_sigterm(said: str, leader: int, epoch: int) -> None:
 
 
 def test_a_config_change_rolls_followers_first_and_the_leader_resigns_before_its_pod_goes(
-    cluster: Cluster, watched: tuple[str, Any, Watcher]
+    cluster: Cluster,
+    watched: tuple[str, Any, Watcher],  # noqa: F811 - the fixture
 ) -> None:
     ns, ledger, watcher = watched
     start = wait_for(lambda: whole(watcher, 3), 120, "3 voters caught up")

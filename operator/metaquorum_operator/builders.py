@@ -37,6 +37,7 @@ from metaquorum_operator.tls_client import CA, COMBINED
 SPEC_HASH = "metaquorum.dev/spec-hash"
 CONFIG_HASH = "metaquorum.dev/config-hash"
 BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
+STATIC_VOTERS = "controller.quorum.voters"
 AUTO_JOIN = "controller.quorum.auto.join.enable"
 RESIGN_ENABLE = "metaquorum.http.resign.enable"
 # ConfigMap keys besides server.properties, read by the format init container.
@@ -50,7 +51,9 @@ REFUSED_PREFIX = "metaquorum-refused: "
 # exits REFUSED_EXIT with one line, its termination message (FallbackToLogsOnError), and the pod
 # does not start.
 # An empty volume formats --standalone on pod 0 of a new quorum, else --no-initial-controllers
-# (the member joins as an observer and the operator adds it).
+# (the member joins as an observer and the operator adds it); with controller.quorum.voters in
+# the config (spec.staticVoters) never --standalone: every pod formats as a static voter does
+# (meta.properties only, the same files).
 FORMAT_SCRIPT = f"""set -u
 cfg={CONFIG_DIR}
 meta="$METAQUORUM_METADATA_LOG_DIR/meta.properties"
@@ -69,7 +72,9 @@ if [ -f "$meta" ]; then
   exit 0
 fi
 mode=--no-initial-controllers
-if [ "$METAQUORUM_NODE_ID" = 0 ] && [ "$(cat "$cfg/{BOOTSTRAP_KEY}")" = standalone ]; then
+static=$(sed -n 's/^controller[.]quorum[.]voters=//p' "$cfg/{CONFIG_FILE}")
+if [ -z "$static" ] && [ "$METAQUORUM_NODE_ID" = 0 ] \
+  && [ "$(cat "$cfg/{BOOTSTRAP_KEY}")" = standalone ]; then
   if [ -n "${{RESTORE_FROM:-}}" ]; then
     # spec.restoreFrom: pod 0 of a new quorum starts from a backup (restore_from.py)
     out=$(metaquorum backup restore "$RESTORE_FROM" "$@" --cluster-id "$CLUSTER_ID" 2>&1) \
@@ -126,6 +131,10 @@ def node_properties(spec: QuorumSpec, names: Names) -> dict[str, str]:
         # POST /resign?epoch=N: a roll moves leadership off a leader before deleting its pod
         RESIGN_ENABLE: "true",
     }
+    if spec.static_voters:
+        # an adopted static quorum (spec.staticVoters): its nodes start from this voter set
+        # until the log holds a VotersRecord (kraft.version 1, migration.py)
+        props[STATIC_VOTERS] = spec.static_voters
     if spec.tls_enabled:
         # PEM key + chain and CA from the Secret mounted at TLS_DIR; the file locations are
         # env (`tls_env`), as paths are. Mutual TLS between controllers, as Strimzi does.

@@ -317,15 +317,16 @@ class AdminQuorum:
             found = dataclasses.replace(found, nodes=views)
         if found.quorum is None:
             return found
-        # each running pod's software version (upgrades.py), from its node's GET /status
+        # each running pod's software version (upgrades.py) and directory id (migration.py),
+        # from its node's GET /status
         hosts = {
             p.ordinal: desired.names.pod_fqdn(p.ordinal)
             for p in observed.pods
             if not p.terminating and p.failing is None
         }
-        versions = observe.versions(hosts, desired.spec.http_port)
+        versions, dirs = observe.node_reports(hosts, desired.spec.http_port)
         return dataclasses.replace(
-            found, quorum=dataclasses.replace(found.quorum, versions=versions)
+            found, quorum=dataclasses.replace(found.quorum, versions=versions, directories=dirs)
         )
 
     def change(

@@ -8,6 +8,10 @@ reports a directory id and is caught up, the operator sends UpdateFeatures kraft
 the leader (`UpgradeKraftVersion`; the leader writes the KRaftVersionRecord and a VotersRecord
 naming each voter with its directory id); from then on it is managed as a dynamic quorum. Until
 then: Refused (code `MigrationBlocked`, Degraded) naming the voters that block it and the fix.
+A static voter set names ids only, so DescribeQuorum shows no directory id for its voters (as
+Kafka's): a voter's directory id is the one its node reports on GET /status
+(`ObservedQuorum.directory_of`); the leader checks the same (each voter's UpdateRaftVoter) and
+refuses the upgrade until it has them all (the action fails, an Event, retried next step).
 
 Invariants: pure; acts only on a finalized kraft.version of exactly 0 read from the leader
 (None, unknown, never triggers anything); never while a voter is not caught up (the upgrade is
@@ -27,7 +31,7 @@ def step(quorum: ObservedQuorum, healthy: frozenset[VoterKey]) -> Action | None:
     """UpgradeKraftVersion, Refused (MigrationBlocked) or None (nothing to migrate)."""
     if quorum.kraft_version != 0:
         return None
-    no_dir = sorted(v.id for v in quorum.voters if not v.directory_id)
+    no_dir = sorted(v.id for v in quorum.voters if not quorum.directory_of(v.id))
     if no_dir:
         ids = ", ".join(map(str, no_dir))
         return Refused(

@@ -80,12 +80,20 @@ class QuorumSpec:
     tls_enabled: bool = False
     tls_secret_name: str | None = None
     cluster_id: str | None = None
+    # spec.staticVoters: an adopted static quorum's controller.quorum.voters (migration.py)
+    static_voters: str | None = None
     # the software version spec.image runs, when the user declares it (upgrades.py checks the
     # version skew before the first pod restarts; without it, once the first pod reports)
     version: str | None = None
     restore_from: RestoreFrom | None = None  # spec.restoreFrom (restore_from.py)
     # spec.podTemplate as given (placement.py renders it; the CRD checks its shape)
     pod_template: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def static_voter_ids(self) -> tuple[int, ...]:
+        """The node ids of spec.staticVoters (`id@host:port,...`; the CRD checks the shape)."""
+        text = self.static_voters or ""
+        return tuple(sorted(int(v.split("@", 1)[0]) for v in text.split(",") if "@" in v))
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> QuorumSpec:
@@ -107,6 +115,7 @@ class QuorumSpec:
             tls_enabled=bool(tls.get("enabled", False)),
             tls_secret_name=tls.get("secretName") or None,
             cluster_id=spec.get("clusterId") or None,
+            static_voters=str(spec["staticVoters"]) if spec.get("staticVoters") else None,
             version=str(spec["version"]) if spec.get("version") else None,
             restore_from=RestoreFrom.from_spec(spec.get("restoreFrom")),
             pod_template=dict(spec.get("podTemplate") or {}),

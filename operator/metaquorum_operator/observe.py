@@ -10,7 +10,8 @@ RemoveVoter to the leader as `kafka-metadata-quorum add-controller / remove-cont
 leader to resign its epoch through its node's HTTP listener (POST /resign?epoch=N: Kafka has no
 wire RPC for it; the node's `RaftClient.resign(epoch)`), before a roll deletes its pod.
 `describe` also reads the finalized kraft.version (ApiVersions, as `kafka-features describe`),
-and `versions` each node's software version from its GET /status (upgrades.py).
+and `node_reports` each node's software version (upgrades.py) and directory id (migration.py)
+from its GET /status.
 
 Invariants: `describe` never raises: any failure (no pod answers, no leader yet, timeout, a bad
 reply) is an `Observation` with `quorum=None` and a one-line `error`; it is bounded by
@@ -193,27 +194,36 @@ async def upgrade_kraft_version_async(
         raise AdminError(f"could not upgrade kraft.version to 1: {error}")
 
 
-def version(host: str, http_port: int, timeout_s: float = VERSION_TIMEOUT_S) -> str | None:
-    """The software version a node reports on GET /status (node/metaquorum/runtime/version.py),
-    None when it does not answer or reports none."""
+def node_report(
+    host: str, http_port: int, timeout_s: float = VERSION_TIMEOUT_S
+) -> tuple[str | None, str | None]:
+    """(software version, directory id) a node reports on GET /status
+    (node/metaquorum/runtime/version.py; the directory.id of its meta.properties), each None
+    when it does not answer or reports none."""
     try:
         url = f"http://{host}:{http_port}/status"
         with urllib.request.urlopen(url, timeout=timeout_s) as r:
-            found = json.loads(r.read()).get("version")
+            found = json.loads(r.read())
+        version, directory = found.get("version"), found.get("directory_id")
     except (OSError, ValueError, AttributeError):
-        return None
-    return str(found) if found else None
+        return None, None
+    return (str(version) if version else None), (str(directory) if directory else None)
 
 
-def versions(hosts: dict[int, str], http_port: int) -> tuple[tuple[int, str], ...]:
-    """(node id, version) of every node in `hosts` (id -> host) that answers, asked in
-    parallel, in VERSION_TIMEOUT_S in all."""
+Pairs = tuple[tuple[int, str], ...]
+
+
+def node_reports(hosts: dict[int, str], http_port: int) -> tuple[Pairs, Pairs]:
+    """((node id, version), (node id, directory id)) of every node in `hosts` (id -> host) that
+    answers, asked in parallel, in VERSION_TIMEOUT_S in all."""
     if not hosts:
-        return ()
+        return (), ()
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(hosts), 8)) as pool:
-        answers = list(pool.map(lambda h: version(h, http_port), hosts.values()))
+        answers = list(pool.map(lambda h: node_report(h, http_port), hosts.values()))
     found = dict(zip(hosts, answers, strict=True))
-    return tuple(sorted((i, v) for i, v in found.items() if v is not None))
+    versions = tuple(sorted((i, v) for i, (v, _) in found.items() if v is not None))
+    dirs = tuple(sorted((i, d) for i, (_, d) in found.items() if d is not None))
+    return versions, dirs
 
 
 def resign(host: str, http_port: int, epoch: int, timeout_s: float = RESIGN_TIMEOUT_S) -> str:

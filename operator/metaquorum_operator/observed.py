@@ -116,6 +116,9 @@ class ObservedQuorum:
     versions: tuple[tuple[int, str], ...] = ()
     # the finalized kraft.version (ApiVersions' finalized features), None when not read
     kraft_version: int | None = None
+    # (node id, directory id) of each node whose /status answered: a static quorum's voters
+    # have none in DescribeQuorum (kraft.version 0: the voter set names ids only)
+    directories: tuple[tuple[int, str], ...] = ()
 
     @property
     def has_leader(self) -> bool:
@@ -126,6 +129,13 @@ class ObservedQuorum:
 
     def version_of(self, node_id: int) -> str | None:
         return dict(self.versions).get(node_id)
+
+    def directory_of(self, node_id: int) -> str | None:
+        """The directory id node `node_id` reports: DescribeQuorum's, else its /status's."""
+        voter = next((v for v in self.voters if v.id == node_id), None)
+        if voter is not None and voter.directory_id:
+            return voter.directory_id
+        return dict(self.directories).get(node_id)
 
     def voter_keys(self) -> frozenset[VoterKey]:
         return frozenset(v.key for v in self.voters)

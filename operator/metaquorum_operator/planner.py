@@ -12,8 +12,9 @@ Rules, in order (the first that applies wins):
    history).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
    are created, stale ones updated, in that order. A new StatefulSet has one replica: the first
-   member bootstraps alone; the ConfigMap records `formed` once a leader was seen (from then on
-   a pod with an empty volume formats --no-initial-controllers, never --standalone).
+   member bootstraps alone (an adopted static quorum, spec.staticVoters: one per static
+   voter); the ConfigMap records `formed` once a leader was seen (from then on a pod with an
+   empty volume formats --no-initial-controllers, never --standalone).
 2. Wait while the StatefulSet controller lags. A pod whose volume the format init container
    refused stops everything: Refused (Degraded).
    Upgrades (upgrades.py): the one pod down, failing on an old revision of the pod template
@@ -169,7 +170,11 @@ def _objects(
     tombstones: frozenset[str],
 ) -> Action | None:
     sts = observed.statefulset
-    manifests = desired.manifests(sts.replicas if sts else 1, formed, tombstones)
+    # a new quorum starts with one pod (it bootstraps alone); an adopted static one with a pod
+    # per static voter (no fewer can elect a leader)
+    static = desired.spec.static_voter_ids
+    first = max(static) + 1 if static else 1
+    manifests = desired.manifests(sts.replicas if sts else first, formed, tombstones)
     for key in ORDER:
         current = sts.obj if key == "StatefulSet" and sts is not None else observed.objects.get(key)
         want = manifests[key]

@@ -9,6 +9,7 @@ from pathlib import Path
 import metaquorum
 from metaquorum.runtime.local_quorum import LocalQuorum
 from metaquorum.runtime.version import software_version
+from metaquorum.storage.meta_properties import read_meta_properties
 
 from tests.integration.quorum_fixture import FAST, wait_for
 
@@ -32,6 +33,11 @@ def test_a_running_node_reports_its_version_on_status_and_metrics(tmp_path: Path
         assert statuses[1]["version"] == metaquorum.__version__
         assert statuses[1]["software_name"] == "metaquorum"
         assert statuses[2]["version"] == "9.8.7"
+        # and its meta.properties directory id (the operator's migration reads it: a static
+        # voter set has none in DescribeQuorum)
+        for n in (1, 2):
+            meta = read_meta_properties(q.nodes[n].directory)
+            assert meta is not None and statuses[n]["directory_id"] == str(meta.directory_id)
         url = f"http://127.0.0.1:{q.nodes[2].http_port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as r:
             text = r.read().decode()

@@ -49,6 +49,8 @@ def node_status(driver: Driver) -> dict[str, Any]:
         "software_name": SOFTWARE_NAME,
         "version": software_version(),
         "cluster_id": driver.cluster_id,
+        # meta.properties' directory.id (KIP-853); a static quorum's DescribeQuorum has none
+        "directory_id": node.local.directory_id,
         "state": kafka_state_name(driver),
         "leader_id": node.leader_id,
         "epoch": node.epoch,

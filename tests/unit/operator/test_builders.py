@@ -225,3 +225,17 @@ def test_every_key_the_pods_depend_on_is_managed_so_spec_config_cannot_override_
     probes = [c[p]["httpGet"] for p in ("readinessProbe", "livenessProbe") if p in c]
     assert probes and all(p.get("scheme", "HTTP") == "HTTP" for p in probes)
     assert HTTP_SSL_ENABLE in MANAGED_KEYS
+
+
+def test_static_voters_are_written_as_controller_quorum_voters_and_restart_the_pods() -> None:
+    voters = "0@q-0.q-headless.ns.svc.cluster.local:9093"
+    plain = builders.node_properties(QuorumSpec(), NAMES)
+    assert builders.STATIC_VOTERS not in plain
+    static = QuorumSpec(static_voters=voters)
+    assert builders.node_properties(static, NAMES)[builders.STATIC_VOTERS] == voters
+    assert f"controller.quorum.voters={voters}\n" in builders.server_properties(static, NAMES)
+    assert builders.restart_relevant_config(static, NAMES) != builders.restart_relevant_config(
+        QuorumSpec(), NAMES
+    )
+    assert QuorumSpec.from_spec({"staticVoters": voters}).static_voters == voters
+    assert QuorumSpec.from_spec({}).static_voters is None

@@ -32,12 +32,13 @@ def run_format(
     tombstones: frozenset[str] = frozenset(),
     cid: str = CID,
     recovery: str = "",
+    spec: QuorumSpec | None = None,
 ) -> subprocess.CompletedProcess[str]:
     cfg = tmp / "etc"
     shutil.rmtree(cfg, ignore_errors=True)
     cfg.mkdir()
     cm = builders.configmap(
-        QuorumSpec(),
+        spec or QuorumSpec(),
         NAMES,
         Owner("q", "u"),
         formed=formed,
@@ -78,6 +79,17 @@ def test_pod_0_of_a_new_quorum_formats_standalone_with_its_stable_name(tmp_path:
     assert meta(tmp_path, 0)["cluster.id"] == CID
     checkpoint = next((tmp_path / "data-0").rglob("*.checkpoint"))
     assert NAMES.pod_fqdn(0).encode() in checkpoint.read_bytes()
+
+
+def test_with_static_voters_pod_0_of_a_new_quorum_formats_as_a_static_voter(
+    tmp_path: Path,
+) -> None:
+    voters = ",".join(f"{i}@{NAMES.pod_fqdn(i)}:9093" for i in range(3))
+    p = run_format(tmp_path, 0, formed=False, spec=QuorumSpec(static_voters=voters))
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert "Wrote the initial voters" not in p.stdout  # no bootstrap checkpoint: kraft.version 0
+    assert not list((tmp_path / "data-0").rglob("*.checkpoint"))
+    assert meta(tmp_path, 0)["directory.id"]  # what the migration to kraft.version 1 needs
 
 
 @pytest.mark.parametrize(("node", "formed"), [(1, False), (2, True), (0, True)])

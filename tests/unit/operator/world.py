@@ -231,9 +231,15 @@ class World:
             p = self.pods.get(i)
             behind = p.behind if p is not None and up else 1000
             seen = self.clock_ms if up and behind == 0 else self.clock_ms - 60_000
-            return ReplicaState(i, d, max(0, self.leo - behind * 500), seen, seen)
+            # kraft.version 0: a static voter set names ids only (no directory ids)
+            shown = d if self.kraft_version != 0 or i not in vs else ""
+            return ReplicaState(i, shown, max(0, self.leo - behind * 500), seen, seen)
 
         voters = tuple(replica(i, d) for i, d in sorted(vs.items()))
+        # each live node's own directory id, from its GET /status
+        dirs = tuple(
+            (i, p.directory) for i, p in sorted(self.pods.items()) if p.alive and p.directory
+        )
         observers = tuple(
             replica(i, p.directory)
             for i, p in sorted(self.pods.items())
@@ -249,6 +255,7 @@ class World:
                 voters,
                 observers,
                 kraft_version=self.kraft_version,
+                directories=dirs,
             )
         )
 
