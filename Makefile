@@ -29,6 +29,7 @@ help:
 	@echo "make sim-digest  the traces of seeds 0-199 of every mix unchanged? (not in make test)"
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
+	@echo "make e2e-long    the several-minute e2e scenarios (backup/restore, recovery, adoption, ...; not in make test)"
 	@echo "make e2e-nemesis-k8s the Kubernetes nemesis, E2E_K8S_NEMESIS_SCHEDULES (50) schedules (not in make test)"
 	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
 	@echo "make soak        hours of a TLS quorum under fixed load, sampled; fails on a trend (SOAK_SECONDS=3600)"
@@ -123,6 +124,14 @@ integration: setup
 
 e2e: setup
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "tier e2e: not built yet"; fi
+
+# The e2e scenarios of several minutes each (marker e2e_long; not in make test, whose e2e tier
+# leaves them out to keep CI near its budget): scheduled backups + restoreFrom, recovery from a
+# lost majority, adoption of a static quorum, the offline filesystem-resize roll, the k8s
+# nemesis's broken node. ~17 min on the real-kubelet target.
+.PHONY: e2e-long
+e2e-long: setup
+	E2E_MARK=e2e_long e2e/run.sh
 
 # The operator nemesis for longer (not in make test; make e2e runs it with 20 sequences):
 # E2E_NEMESIS_SEQUENCES sequences of scale / kill -9 / PVC loss / operator restart on one quorum,

@@ -70,10 +70,14 @@ trap cleanup EXIT
 # the whole suite, unless test files are named (`e2e/run.sh e2e/test_x.py -q` runs only those)
 TARGETS=(e2e)
 for a in "$@"; do [[ "$a" == e2e/* ]] && TARGETS=(); done
+# the whole suite leaves out the several-minute scenarios (marker e2e_long, `make e2e-long`) unless
+# E2E_MARK says otherwise; named files run whatever they hold
+MARK=()
+if [[ ${#TARGETS[@]} -gt 0 || -n "${E2E_MARK:-}" ]]; then MARK=(-m "${E2E_MARK:-not e2e_long}"); fi
 if [[ -n "$NETNS" ]]; then
-    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider --durations=40 "$@"
+    nsenter --net="/run/netns/$NETNS" .venv/bin/pytest "${TARGETS[@]}" "${MARK[@]}" -p no:cacheprovider --durations=40 "$@"
 else
-    .venv/bin/pytest "${TARGETS[@]}" -p no:cacheprovider --durations=40 "$@"
+    .venv/bin/pytest "${TARGETS[@]}" "${MARK[@]}" -p no:cacheprovider --durations=40 "$@"
 fi
 rc=$?
 echo "tier e2e: pytest exit $rc, whole tier $((SECONDS - t0)) s"

@@ -42,7 +42,7 @@ from metaquorum_operator import backups
 from metaquorum_operator.model import Names
 from quorums import GROUP, PLURAL, SAMPLE, VERSION, cond, hosts, settled, use_pod_names
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e_long]  # make e2e-long
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -22,7 +22,7 @@ from k8s_nemesis_run import K8sNemesis, porcupine, start_client
 from quorum_watch import Watcher
 from quorums import SAMPLE, hosts, settled, use_pod_names, whole
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e_long]  # make e2e-long
 
 
 @pytest.mark.timeout(600)

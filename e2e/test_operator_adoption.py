@@ -37,7 +37,7 @@ from quorums import (  # noqa: F401 - the quorum fixture
     use_pod_names,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.e2e_long]  # make e2e-long
 
 IMAGE = "metaquorum/node:e2e"
 DATA = "/var/lib/metaquorum"

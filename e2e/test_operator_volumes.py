@@ -115,6 +115,7 @@ def test_growing_on_an_expandable_class_grows_the_pvc_and_the_pods_filesystem_on
     assert settled(cluster, ns, [0])
 
 
+@pytest.mark.e2e_long  # make e2e-long
 def test_growing_where_the_driver_cannot_grow_online_rolls_the_pods_leader_last(
     cluster: Cluster, operator: str, namespace: str
 ) -> None:
