@@ -131,8 +131,9 @@ def _start() -> None:
             "coros": dict(coros.most_common(20)),
             "types": dict(counts.most_common(80)),
         }
-        with open(name + ".json", "w") as f:
+        with open(name + ".json.part", "w") as f:
             json.dump(row, f)
+        os.replace(name + ".json.part", name + ".json")  # a reader never sees half of it
 
     def loop() -> None:
         time.sleep(2)
