@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import signal
 import sys
@@ -100,6 +101,8 @@ class Soak:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (self.out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+        if a.memtrace is not None:
+            enable_memtrace(a.memtrace, a.memtrace_frames)
         quorum = SoakQuorum(
             self.out / "cluster", segment_bytes=a.segment_bytes, snapshot_bytes=a.snapshot_bytes
         )
@@ -158,6 +161,17 @@ class Soak:
         )
 
 
+def enable_memtrace(directory: Path, frames: int) -> None:
+    """The node processes started from here dump memory statistics into `directory` (and
+    tracemalloc snapshots when `frames` > 0): tests/soak/memtrace/sitecustomize.py."""
+    directory.mkdir(parents=True, exist_ok=True)
+    hook = str(Path(__file__).parent / "memtrace")
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = hook if not path else f"{hook}{os.pathsep}{path}"
+    os.environ["METAQUORUM_SOAK_MEMTRACE"] = str(directory.resolve())
+    os.environ["METAQUORUM_SOAK_MEMTRACE_FRAMES"] = str(frames)
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="soak a TLS quorum under a fixed offered load")
     p.add_argument("--seconds", type=float, default=3600)
@@ -169,6 +183,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--replace-node", type=int, default=3)
     p.add_argument("--segment-bytes", type=int, default=8 << 20)
     p.add_argument("--snapshot-bytes", type=int, default=256 << 10)
+    p.add_argument(
+        "--memtrace",
+        type=Path,
+        help="diagnostics: each node dumps allocator stats and gc counts here every 120 s",
+    )
+    p.add_argument(
+        "--memtrace-frames",
+        type=int,
+        default=0,
+        help="with --memtrace: also tracemalloc snapshots with this many frames (slows nodes)",
+    )
     return p.parse_args(argv)
 
 

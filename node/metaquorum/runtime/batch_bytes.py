@@ -5,7 +5,9 @@ whose entries the core appends next); a leader encodes its own entries once and 
 bytes (`RecentBatches`) to answer followers' Fetch without a hop to the storage thread.
 Invariants: received bytes are used only when whole batches cover exactly the appended offsets,
 else the entries are re-encoded; both caches are dropped on truncation, received bytes also on
-any snapshot, the leader's on a snapshot install.
+any snapshot, the leader's on a snapshot install and at the first append as a follower (a node
+that led once held up to 16 MiB that no Fetch reads any more, for as long as it followed: one
+part of the soak's RSS growth, issue 33).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class BatchBytes:
     ) -> list[bytes]:
         """The bytes to store for `entries`: the leader's as received, else encoded now (and
         remembered when this node leads)."""
+        if not leader and self.recent.size:
+            self.recent.clear()  # led before: no Fetch is answered from these any more
         first, end = entries[0].offset, entries[-1].offset + 1
         received = self._received.pop(first, None)
         self._received.clear()

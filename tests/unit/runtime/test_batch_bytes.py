@@ -47,3 +47,18 @@ def test_leader_remembers_its_batches_until_truncation() -> None:
     assert cache.read_recent(0, 4, 1 << 20) == b"".join(data)
     cache.on_truncate()
     assert cache.read_recent(0, 4, 1 << 20) is None
+
+
+def test_a_former_leader_drops_its_batches_at_its_first_append_as_a_follower() -> None:
+    """A node that led once kept up to 16 MiB of batches (plus per-entry overhead) that no
+    Fetch reads while it follows: each node of the soak that had led held it (issue 33)."""
+    cache = BatchBytes()
+    led = _entries(0, 4, epoch=3)
+    data = cache.for_append(led, leader=True, now_ms=50)
+    assert cache.read_recent(0, 4, 1 << 20) == b"".join(data)
+    # The next leader's entries, received byte for byte (the follower's usual path).
+    followed = _entries(4, 2, epoch=4)
+    cache.keep_received(b"".join(batches_for_entries(followed, timestamp_ms=60)), followed)
+    cache.for_append(followed, leader=False, now_ms=61)
+    assert cache.read_recent(0, 4, 1 << 20) is None
+    assert cache.recent.size == 0 and not cache.recent.batches
