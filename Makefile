@@ -218,14 +218,16 @@ bench-quick: setup
 # /var/lib/metaquorum-cluster). Root. `make cluster-shell` enters it (CMD='...' runs a command).
 MQ_CLUSTER := $(BIN)/python e2e/usercluster.py
 .PHONY: cluster cluster-down cluster-status cluster-shell
+# KIND=1: a kind cluster in Docker or Podman with the same images instead (e2e/userkind.py).
+MQ_KIND := $(if $(filter 1,$(KIND)),--kind)
 cluster: setup
-	@$(MQ_CLUSTER) up
+	@$(MQ_CLUSTER) $(MQ_KIND) up
 cluster-down: setup
-	@$(MQ_CLUSTER) down
+	@$(MQ_CLUSTER) $(MQ_KIND) down
 cluster-status: setup
-	@$(MQ_CLUSTER) status
+	@$(MQ_CLUSTER) $(MQ_KIND) status
 cluster-shell: setup
-	@$(MQ_CLUSTER) shell $(CMD)
+	@$(MQ_CLUSTER) $(MQ_KIND) shell $(CMD)
 # README's quickstart block run verbatim against its own `make cluster`, then `make cluster-down`
 # and the host checked clean (e2e/test_quickstart.py; about 4 min; make e2e runs it too).
 .PHONY: quickstart
