@@ -11,7 +11,10 @@ Invariants:
   cluster` (the runtime answers, kind builds, the node image is in the runtime's store or loads
   from KIND_NODE_IMAGE_ARCHIVE or pulls, the images build): a refusal is one line naming the
   cause and the fix, exit 1, and leaves nothing (no cluster, container, network or kubeconfig);
-- a failure after `kind create cluster` deletes that cluster again before the one line;
+- a failure after `kind create cluster` deletes that cluster again before the one line, and
+  what kind leaves of a failed create: the node's volumes (Podman: labelled `<name>-control-plane`)
+  and the `kind` network when it did not exist before (recorded in the state dir, so
+  `down` removes it too, when no other cluster uses it);
 - the node image is kind's own default for the pinned kind version (KIND_VERSION) unless
   KIND_NODE_IMAGE names another; an archive keeps tags, not registry digests, so with
   KIND_NODE_IMAGE_ARCHIVE the default is its tag without the digest.
@@ -71,6 +74,27 @@ class Kind:
     def delete_argv(self) -> list[str]:
         return [self.kind, "delete", "cluster", "--name", self.name,
                 "--kubeconfig", str(self.kubeconfig)]  # fmt: skip
+
+    def networks(self) -> list[str]:
+        out = subprocess.run([self.runtime, "network", "ls", "--format", "{{.Name}}"],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        return out.stdout.split()
+
+    def remove_leftovers(self) -> None:
+        """What kind does not remove after a failed create: the node's volume (Podman) and the
+        `kind` network when this tool's create made it (a network in use stays)."""
+        if self.runtime == "podman":
+            vols = subprocess.run(
+                ["podman", "volume", "ls", "--quiet", "--filter",
+                 f"label={self.name}-control-plane"],
+                capture_output=True, text=True, check=False,
+            ).stdout.split()  # fmt: skip
+            if vols:
+                subprocess.run(["podman", "volume", "rm", "--force", *vols],
+                               capture_output=True, check=False)  # fmt: skip
+        if (self.state / "made-network").exists():
+            subprocess.run([self.runtime, "network", "rm", "kind"], capture_output=True,
+                           check=False)  # fmt: skip
 
     def clusters(self) -> list[str]:
         out = subprocess.run([self.kind, "get", "clusters"], env=self.env(), check=False,
@@ -212,10 +236,15 @@ def up(clients_bin: Callable[[], Path]) -> int:
     archives = dist_archives()
     clients = clients_bin()
     k.state.mkdir(parents=True, exist_ok=True)
+    if "kind" not in k.networks():
+        (k.state / "made-network").touch()
     created = False
     try:
         if subprocess.run(k.create_argv(image), env=k.env(), check=False).returncode != 0:
-            raise KindRefused(f"kind create cluster failed (its output is above), {FALLBACK}")
+            raise KindRefused(
+                f"kind create cluster failed (its output is above; the cluster, its volume and "
+                f"network are removed again), {FALLBACK}"
+            )
         created = True
         for archive in archives:
             if subprocess.run(k.load_argv(archive), env=k.env(), check=False).returncode != 0:
@@ -223,6 +252,7 @@ def up(clients_bin: Callable[[], Path]) -> int:
     except KindRefused:
         if created or NAME in k.clusters():
             subprocess.run(k.delete_argv(), env=k.env(), check=False)
+        k.remove_leftovers()
         shutil.rmtree(k.state, ignore_errors=True)
         raise
     print(f"make cluster KIND=1: kind cluster {NAME} up ({runtime}, {image.split('@')[0]}), "
@@ -235,11 +265,13 @@ def down() -> int:
     runtime = pick_runtime()
     k = Kind(kind_binary(), runtime, NAME, STATE)
     if NAME not in k.clusters():
+        k.remove_leftovers()
         shutil.rmtree(k.state, ignore_errors=True)
         print(f"make cluster-down KIND=1: no kind cluster {NAME}; nothing to do")
         return 0
     if subprocess.run(k.delete_argv(), env=k.env(), check=False).returncode != 0:
         raise KindRefused(f"kind delete cluster --name {NAME} failed (see above)")
+    k.remove_leftovers()
     shutil.rmtree(k.state, ignore_errors=True)
     print(f"make cluster-down KIND=1: kind cluster {NAME} deleted")
     return 0

@@ -6,7 +6,8 @@ is tests/containers/test_kind_refusal.py. Checked: a node image that cannot be p
 line naming the image, the runtime's own cause and both fixes, and nothing is created (no
 `kind create`, no image build, no state dir); a runtime is picked as kind would (Docker only when
 its daemon answers); an archive is loaded and its tag used; the create and load commands; a
-failed load deletes the cluster it made. No root, no network; under 2 s.
+failed load deletes the cluster it made, kind's leftover volume and the `kind` network it made
+(not one that was there). No root, no network; under 2 s.
 """
 
 from __future__ import annotations
@@ -136,11 +137,27 @@ def test_create_and_load_commands(fake: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_a_failed_load_deletes_the_cluster_it_made(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rules(monkeypatch, DOCKER_DOWN, "kind load *|1||ERROR: failed to load image")
+    rules(monkeypatch, DOCKER_DOWN, "kind load *|1||ERROR: failed to load image",
+          "podman volume ls *|0|vol1|")  # fmt: skip
     with pytest.raises(userkind.KindRefused, match=r"kind load image-archive .* failed"):
         userkind.up(clients)
     kc = userkind.STATE / "kubeconfig"
-    assert f"kind [podman] delete cluster --name mq-test --kubeconfig {kc}" in calls(fake)
+    ran = calls(fake)
+    assert f"kind [podman] delete cluster --name mq-test --kubeconfig {kc}" in ran
+    assert "podman [] volume ls --quiet --filter label=mq-test-control-plane" in ran
+    assert "podman [] volume rm --force vol1" in ran
+    assert ran[-1] == "podman [] network rm kind"  # made by this create: no `kind` network before
+    assert not userkind.STATE.exists()
+
+
+def test_a_failed_create_keeps_a_kind_network_that_was_there(
+    fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules(monkeypatch, DOCKER_DOWN, "kind create *|1||ERROR: failed to create cluster",
+          "podman network ls *|0|kind|")  # fmt: skip
+    with pytest.raises(userkind.KindRefused, match="kind create cluster failed"):
+        userkind.up(clients)
+    assert not any("network rm" in c or " load " in c for c in calls(fake))
     assert not userkind.STATE.exists()
 
 
