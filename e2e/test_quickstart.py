@@ -2,11 +2,12 @@
 
 The lines between README's `<!-- quickstart:begin -->` and `<!-- quickstart:end -->` markers are
 run verbatim, one after another, from the repository root: those before `make cluster-shell` and
-after its `exit` in a shell on the host, those between fed to `make cluster-shell` as a user
-would type them (with `set -ex` first, so a failing line fails the test, and after each line an
+after its `exit` in a shell on the host, those between by `make cluster-shell` as a user would
+type them: from a file, stdin /dev/null (so `kubectl run -i` cannot read the lines after it, as
+it would from a pipe), `set -ex` first (a failing line fails the test), and after each line an
 `echo` of a marker with the wall clock, which cuts the shell's output into each line's output
-and times it; the lines themselves are unchanged). The cluster gets a
-state dir and network namespace of its own (MQ_CLUSTER_STATE / MQ_CLUSTER_NETNS), so a user's
+and times it; the lines themselves are unchanged. The cluster gets a state dir and network
+namespace of its own (MQ_CLUSTER_STATE / MQ_CLUSTER_NETNS), so a user's
 `make cluster` is never touched. Checked: a second `make cluster` says it is up; the quorum
 reaches 3 voters, then 5, seen by kubectl's printer columns, `metaquorum quorum describe`
 through the Service, `kubectl exec` in a pod, a throwaway pod of the node image (`kubectl run
@@ -130,7 +131,9 @@ def test_readme_quickstart_verbatim_then_host_clean(tmp_path: Path) -> None:
         assert "up in" in out
         up = time.time()
         assert "already up" in sh("make cluster", env)  # idempotent
-        shell = sh("make cluster-shell", env, stdin=with_markers(inside))
+        script = tmp_path / "shell-lines.sh"  # read from a file, as typed lines are not stdin:
+        script.write_text(with_markers(inside))  # `kubectl run -i` would eat the lines after it
+        shell = sh("make cluster-shell", env, stdin=f"exec bash {script} < /dev/null\n")
         TIMINGS["quickstart: make cluster to 5 voters and all views (s)"] = time.monotonic() - t0
     finally:
         for line in after:
