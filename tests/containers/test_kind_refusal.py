@@ -82,6 +82,7 @@ def test_make_cluster_kind_refuses_in_one_line_and_leaves_nothing(tmp_path: Path
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.timeout(1800)  # dist_images.py waits for the image cache's lock other builds hold
 def test_a_failed_kind_create_from_an_archive_leaves_nothing(tmp_path: Path) -> None:
     """KIND_NODE_IMAGE_ARCHIVE loaded by the real Podman; `kind create cluster` from an image that
     is no kind node image fails (here: Podman cannot mount /lib/modules, which this machine
