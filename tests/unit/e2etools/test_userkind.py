@@ -83,8 +83,13 @@ DOCKER_DOWN = "docker info|1||Cannot connect to the Docker daemon at unix:///var
 def test_unpullable_node_image_is_one_line_and_creates_nothing(
     fake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    built = []
-    monkeypatch.setattr(userkind, "dist_archives", lambda: built.append(1) or [])
+    built: list[int] = []
+
+    def dist_archives() -> list[Path]:
+        built.append(1)
+        return []
+
+    monkeypatch.setattr(userkind, "dist_archives", dist_archives)
     rules(monkeypatch, DOCKER_DOWN, "podman image inspect *|1||", f"podman pull *|125||{NO_HOST}")
     with pytest.raises(userkind.KindRefused) as e:
         userkind.up(clients)
