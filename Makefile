@@ -35,7 +35,7 @@ help:
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
-	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell)"
+	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell; KIND=1: kind)"
 	@echo "make quickstart  README's quickstart run verbatim on make cluster, the host checked clean after"
 	@echo "make images      node/operator OCI archives + SBOMs in dist/;  make chart: the chart package in dist/"
 

@@ -305,10 +305,14 @@ def main(argv: list[str] | None = None) -> int:
     state, netns = STATE.resolve(), NETNS
     what = {"up": "make cluster", "down": "make cluster-down", "status": "make cluster-status"}
     try:
+        if args.kind:
+            if os.geteuid() != 0:
+                what = {k: f"{v} KIND=1" for k, v in what.items()}
+                raise Refused("needs root (make images builds the images with chroot, and kind "
+                              "drives the runtime as root): run it as root")  # fmt: skip
+            return kind_action(args.action)
         if args.action != "_start" and os.geteuid() != 0:
             raise Refused("needs root (containerd, runc, network namespaces): run it as root")
-        if args.kind:
-            return kind_action(args.action)
         if args.action == "up":
             return up(state, netns)
         if args.action == "down":
