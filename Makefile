@@ -12,7 +12,8 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 PYTEST   := $(BIN)/pytest
 KAFKA_VERSION := $(shell cat KAFKA_VERSION)
-CACHE    ?= $(HOME)/.cache/metaquorum
+# METAQUORUM_CACHE from the environment is honoured (CACHE=... on the command line wins)
+CACHE    ?= $(or $(METAQUORUM_CACHE),$(HOME)/.cache/metaquorum)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export METAQUORUM_CACHE := $(CACHE)
 export KAFKA_VERSION
