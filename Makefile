@@ -12,7 +12,8 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 PYTEST   := $(BIN)/pytest
 KAFKA_VERSION := $(shell cat KAFKA_VERSION)
-CACHE    ?= $(HOME)/.cache/metaquorum
+# METAQUORUM_CACHE from the environment is honoured (CACHE=... on the command line wins)
+CACHE    ?= $(or $(METAQUORUM_CACHE),$(HOME)/.cache/metaquorum)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export METAQUORUM_CACHE := $(CACHE)
 export KAFKA_VERSION
@@ -36,7 +37,7 @@ help:
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
 	@echo "make generate    regenerate protocol message classes from our schemas"
-	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell)"
+	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell; KIND=1: kind)"
 	@echo "make quickstart  README's quickstart run verbatim on make cluster, the host checked clean after"
 	@echo "make images      node/operator OCI archives + SBOMs in dist/;  make chart: the chart package in dist/"
 
@@ -231,14 +232,16 @@ bench-quick: setup
 # /var/lib/metaquorum-cluster). Root. `make cluster-shell` enters it (CMD='...' runs a command).
 MQ_CLUSTER := $(BIN)/python e2e/usercluster.py
 .PHONY: cluster cluster-down cluster-status cluster-shell
+# KIND=1: a kind cluster in Docker or Podman with the same images instead (e2e/userkind.py).
+MQ_KIND := $(if $(filter 1,$(KIND)),--kind)
 cluster: setup
-	@$(MQ_CLUSTER) up
+	@$(MQ_CLUSTER) $(MQ_KIND) up
 cluster-down: setup
-	@$(MQ_CLUSTER) down
+	@$(MQ_CLUSTER) $(MQ_KIND) down
 cluster-status: setup
-	@$(MQ_CLUSTER) status
+	@$(MQ_CLUSTER) $(MQ_KIND) status
 cluster-shell: setup
-	@$(MQ_CLUSTER) shell $(CMD)
+	@$(MQ_CLUSTER) $(MQ_KIND) shell $(CMD)
 # README's quickstart block run verbatim against its own `make cluster`, then `make cluster-down`
 # and the host checked clean (e2e/test_quickstart.py; about 4 min; make e2e runs it too).
 .PHONY: quickstart

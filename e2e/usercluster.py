@@ -297,6 +297,7 @@ def shell(state: Path, netns: str, command: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("action", choices=["up", "down", "status", "shell", "_start"])
+    ap.add_argument("--kind", action="store_true", help="kind with Docker/Podman (userkind.py)")
     ap.add_argument(
         "command", nargs=argparse.REMAINDER, help="shell: a command to run instead of a shell"
     )
@@ -304,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     state, netns = STATE.resolve(), NETNS
     what = {"up": "make cluster", "down": "make cluster-down", "status": "make cluster-status"}
     try:
+        if args.kind:
+            if os.geteuid() != 0:
+                what = {k: f"{v} KIND=1" for k, v in what.items()}
+                raise Refused("needs root (make images builds the images with chroot, and kind "
+                              "drives the runtime as root): run it as root")  # fmt: skip
+            return kind_action(args.action)
         if args.action != "_start" and os.geteuid() != 0:
             raise Refused("needs root (containerd, runc, network namespaces): run it as root")
         if args.action == "up":
@@ -317,6 +324,27 @@ def main(argv: list[str] | None = None) -> int:
         return _start(state)
     except Refused as e:
         print(f"{what.get(args.action, 'make cluster-shell')}: {e}", file=sys.stderr)
+        return 1
+
+
+def kind_action(action: str) -> int:
+    """`KIND=1`: the kind cluster's up/down/status (userkind.py); its refusals, one line each."""
+    import userkind
+
+    what = {"up": "make cluster KIND=1", "down": "make cluster-down KIND=1"}
+    try:
+        if action == "up":
+            return userkind.up(clients_bin)
+        if action == "down":
+            return userkind.down()
+        if action == "status":
+            return userkind.status()
+        raise userkind.KindRefused(
+            "cluster-shell is for the namespace cluster: with kind, run kubectl on the host "
+            "(`make cluster KIND=1` prints the KUBECONFIG line)"
+        )
+    except (userkind.KindRefused, Refused) as e:
+        print(f"{what.get(action, 'make cluster-' + action + ' KIND=1')}: {e}", file=sys.stderr)
         return 1
 
 

@@ -86,6 +86,11 @@ def test_not_root_is_one_line(
         assert capsys.readouterr().err == (
             f"{what}: needs root (containerd, runc, network namespaces): run it as root\n"
         )
+        assert usercluster.main(["--kind", action]) == 1
+        assert capsys.readouterr().err == (
+            f"{what} KIND=1: needs root (make images builds the images with chroot, and kind "
+            "drives the runtime as root): run it as root\n"
+        )
 
 
 def test_shell_without_cluster_says_make_cluster(tmp_path: Path) -> None:
