@@ -131,6 +131,11 @@ def test_lost_majority_is_shown_then_recovered_from_the_named_survivor(
     assert events and f"quorum-{survivor}" in events[0].message, [e.message for e in events]
     cm = cluster.core.read_namespaced_config_map("quorum-config", ns)
     assert "recover-from" not in cm.data, "the request is cleared once a leader answers"
+    wait_for(
+        lambda: ANNOTATION not in (mq(cluster, ns)["metadata"].get("annotations") or {}),
+        60,
+        "the operator removing the recover-from annotation (it acts on one lost majority only)",
+    )
 
     for i in range(3):
         sm = wait_for(

@@ -138,6 +138,15 @@ class Recover:
 
 
 @dataclass(frozen=True, slots=True)
+class EndRecovery:
+    """The quorum has a leader and no recovery is under way: remove the annotation
+    metaquorum.dev/recover-from, so that it never acts at a later lost majority without the user
+    naming a survivor again (recovery.py)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Converged:
     reason: str = "all objects up to date, all replicas ready and voters"
 
@@ -173,6 +182,7 @@ Action = (
     | Refused
     | QuorumLost
     | Recover
+    | EndRecovery
     | Converged
     | Paused
 )

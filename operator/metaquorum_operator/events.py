@@ -13,7 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from metaquorum_operator import planner
-from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, PAUSE_ANNOTATION
+from metaquorum_operator.model import (
+    MANUAL_ROLL_ANNOTATION,
+    PAUSE_ANNOTATION,
+    RECOVER_FROM_ANNOTATION,
+)
 from metaquorum_operator.status import PAUSED_CONDITION
 
 
@@ -48,6 +52,8 @@ def describe(action: planner.Action) -> str:
         return f"deleted pod {action.name} to restart it ({action.reason})"
     if isinstance(action, planner.EndManualRoll):
         return f"removed the annotation {MANUAL_ROLL_ANNOTATION} ({action.reason})"
+    if isinstance(action, planner.EndRecovery):
+        return f"removed the annotation {RECOVER_FROM_ANNOTATION} ({action.reason})"
     if isinstance(action, planner.ResignLeader):
         return f"asked leader {action.node_id} to resign epoch {action.epoch} ({action.reason})"
     if isinstance(action, planner.AddVoter):
@@ -67,6 +73,7 @@ EVENT_REASONS: dict[type, str] = {
     planner.RemoveVoter: "VoterRemoved",
     planner.UpgradeKraftVersion: "KraftVersionUpgraded",
     planner.Recover: "RecoveringFromSurvivor",
+    planner.EndRecovery: "RecoveryDone",
 }
 
 

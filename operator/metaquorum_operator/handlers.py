@@ -425,6 +425,8 @@ def run_steps(
             # desired.controls still shows the annotation: stop; the next run reads it afresh
             progress = dataclasses.replace(progress, manual_roll=frozenset())
             break
+        if isinstance(action, planner.EndRecovery):
+            break  # likewise: desired.controls still shows recover-from
         observed, observation, progress = look(progress)
     return Run(action, observed, observation, progress)
 

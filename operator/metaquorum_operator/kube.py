@@ -30,6 +30,7 @@ from metaquorum_operator.actions import (
     Apply,
     DeletePod,
     EndManualRoll,
+    EndRecovery,
     Recover,
     ScaleStatefulSet,
 )
@@ -37,6 +38,7 @@ from metaquorum_operator.model import (
     GROUP,
     MANUAL_ROLL_ANNOTATION,
     PLURAL,
+    RECOVER_FROM_ANNOTATION,
     VERSION,
     Names,
     annotation_on,
@@ -269,14 +271,19 @@ class Kube:
             except ApiException as e:
                 if e.status != 404:
                     raise
-        elif isinstance(action, EndManualRoll):
+        elif isinstance(action, EndManualRoll | EndRecovery):
+            key = (
+                MANUAL_ROLL_ANNOTATION
+                if isinstance(action, EndManualRoll)
+                else (RECOVER_FROM_ANNOTATION)
+            )
             self.custom.patch_namespaced_custom_object(
                 GROUP,
                 VERSION,
                 ns,
                 PLURAL,
                 names.name,
-                {"metadata": {"annotations": {MANUAL_ROLL_ANNOTATION: None}}},
+                {"metadata": {"annotations": {key: None}}},
                 _content_type=MERGE,
             )
 

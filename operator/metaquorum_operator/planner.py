@@ -75,6 +75,7 @@ from metaquorum_operator.actions import (
     Converged,
     DeletePod,
     EndManualRoll,
+    EndRecovery,
     Paused,
     QuorumLost,
     Recover,
@@ -93,7 +94,14 @@ from metaquorum_operator.membership import (
     held,
     safe_voter_set,
 )
-from metaquorum_operator.model import Controls, Names, OperatorConfig, Owner, QuorumSpec
+from metaquorum_operator.model import (
+    RECOVER_FROM_ANNOTATION,
+    Controls,
+    Names,
+    OperatorConfig,
+    Owner,
+    QuorumSpec,
+)
 from metaquorum_operator.observed import (
     Observed,
     ObservedQuorum,
@@ -113,6 +121,7 @@ __all__ = [
     "DeletePod",
     "Desired",
     "EndManualRoll",
+    "EndRecovery",
     "NotOwned",
     "Paused",
     "QuorumLost",
@@ -236,6 +245,13 @@ def _plan(
                 return recovery.start(desired.names, observed, ordinal, line, render)
             reason = f"{reason}; {line}"
         return QuorumLost(reason, lost.voters, lost.empty + lost.unreachable)
+    if led and request is None and desired.controls.recover_from:
+        # the annotation is a decision taken at one lost majority: left in place it would
+        # recover from the same pod at the next one, unasked
+        return EndRecovery(
+            "the quorum has a leader and no recovery is under way: "
+            f"{RECOVER_FROM_ANNOTATION} acts only on the lost majority it was set for"
+        )
     formed = observed.formed or led or formed_by_survey(nodes)
     # 1. owned objects exist and are current
     step = _objects(desired, observed, formed, observed.tombstones)

@@ -51,6 +51,7 @@ from metaquorum_operator.actions import (
     Converged,
     DeletePod,
     EndManualRoll,
+    EndRecovery,
     Paused,
     QuorumLost,
     Recover,
@@ -107,6 +108,7 @@ def step_reason(action: Action) -> str:
         UpgradeKraftVersion: "Migrating",
         QuorumLost: LOST_CONDITION,
         Recover: "Recovering",
+        EndRecovery: "Recovered",
         Converged: "Converged",
         Paused: PAUSED_CONDITION,
     }.get(type(action), "Waiting")

@@ -10,9 +10,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from metaquorum_operator import builders
 from metaquorum_operator.kube import Kube, _failing, _refusal
-from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, Names
+from metaquorum_operator.model import MANUAL_ROLL_ANNOTATION, RECOVER_FROM_ANNOTATION, Names
 from metaquorum_operator.placement import unschedulable
-from metaquorum_operator.planner import EndManualRoll
+from metaquorum_operator.planner import EndManualRoll, EndRecovery
 
 
 def status(code: int, message: str, *, last: bool = False) -> client.V1PodStatus:
@@ -83,6 +83,14 @@ def test_end_manual_roll_removes_the_annotation_with_a_merge_patch() -> None:
     args, kwargs = kube.custom.patch_namespaced_custom_object.call_args
     assert args[2:5] == ("ns", "metadataquorums", "q")
     assert args[5] == {"metadata": {"annotations": {MANUAL_ROLL_ANNOTATION: None}}}
+    assert kwargs["_content_type"] == "application/merge-patch+json"
+
+
+def test_end_recovery_removes_the_recover_from_annotation_with_a_merge_patch() -> None:
+    kube = fake_kube([])
+    kube.execute(EndRecovery("done"), Names("q", "ns"))
+    args, kwargs = kube.custom.patch_namespaced_custom_object.call_args
+    assert args[5] == {"metadata": {"annotations": {RECOVER_FROM_ANNOTATION: None}}}
     assert kwargs["_content_type"] == "application/merge-patch+json"
 
 

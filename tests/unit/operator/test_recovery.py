@@ -1,13 +1,14 @@
 """The recover-from action (recovery.py): the planner asks the named survivor's pod to recover
 only when the check accepts it, restarts only the incarnation named by the token, waits while it
 re-forms, asks again when the restart missed the request, refuses on a failed recovery, and
-clears the request once a leader answers; the format script runs `storage recover` once."""
+clears the request once a leader answers, then the annotation; the format script runs
+`storage recover` once."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from metaquorum_operator import builders, planner, recovery
+from metaquorum_operator import builders, events, planner, recovery
 from metaquorum_operator.model import Controls
 from metaquorum_operator.observed import Observed, ObservedPod
 from metaquorum_operator.quorum_lost import NodeView
@@ -106,3 +107,39 @@ def test_once_a_leader_answers_the_request_is_cleared_from_the_configmap() -> No
     action = planner.plan(desired(3), observed, world.describe().quorum, None, ())
     assert isinstance(action, planner.Apply) and action.key == "ConfigMap", action
     assert recovery.RECOVER_KEY not in action.manifest["data"]
+
+
+def test_the_annotation_is_removed_once_a_leader_answers_and_no_request_is_left() -> None:
+    """Left in place, recover-from would recover from the same pod at the next lost majority
+    without the user deciding again (the e2e recovery left it)."""
+    world = World()
+    d = Driver(world)
+    d.until(desired(3))
+    world.recover_annotation = "q-1"
+    n = len(d.actions)
+    for _ in range(5):
+        controls = Controls(recover_from=world.recover_annotation)
+        last = d.run(dataclasses.replace(desired(3), controls=controls))
+    done = d.actions[n:]
+    assert [type(a) for a in done] == [planner.EndRecovery], done
+    assert world.recover_annotation is None and isinstance(last, planner.Converged)
+    assert events.event_reason(done[0]) == "RecoveryDone"
+    assert "recover-from" in events.describe(done[0])
+
+
+def test_the_annotation_stays_while_the_request_is_still_in_the_configmap() -> None:
+    world = World()
+    d = Driver(world)
+    d.until(desired(3))
+    seen = world.observe()
+    with_request = desired(3).manifests(1, True, seen.tombstones, "1 uid-1")["ConfigMap"]
+    cm = seen.objects["ConfigMap"]
+    assert cm is not None
+    stamped = dataclasses.replace(
+        cm, spec_hash=with_request["metadata"]["annotations"][builders.SPEC_HASH]
+    )
+    observed = dataclasses.replace(
+        seen, objects={**seen.objects, "ConfigMap": stamped}, recovery="1 uid-1"
+    )
+    action = planner.plan(want(), observed, world.describe().quorum, None, ())
+    assert isinstance(action, planner.Apply) and action.key == "ConfigMap", action

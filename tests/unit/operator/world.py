@@ -82,6 +82,7 @@ class World:
     waited: int = 0
     record_offset: int = 0  # offset of the uncommitted VotersRecord (the HW stays below it)
     roll_annotation: bool = False  # metaquorum.dev/manual-roll on the MetadataQuorum
+    recover_annotation: str | None = None  # metaquorum.dev/recover-from on the MetadataQuorum
     kraft_version: int | None = None  # the finalized kraft.version as ApiVersions tells it
     kraft_upgrades: int = 0
     # PVCs in FileSystemResizePending: ordinal -> since (ms). A driver without online expansion
@@ -282,6 +283,8 @@ class World:
             self.change(action)
         elif isinstance(action, planner.EndManualRoll):
             self.roll_annotation = False
+        elif isinstance(action, planner.EndRecovery):
+            self.recover_annotation = None
 
     def change(self, action: planner.AddVoter | planner.RemoveVoter) -> None:
         """The leader's side of AddRaftVoter / RemoveRaftVoter."""
