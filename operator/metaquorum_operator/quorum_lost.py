@@ -93,7 +93,9 @@ def formed_by_survey(views: Sequence[NodeView]) -> bool:
 
 
 def lost_majority(pods: Sequence[ObservedPod], views: Sequence[NodeView]) -> LostMajority | None:
-    """The lost majority, when more than half of the current voters are empty or unreachable."""
+    """The lost majority, when the voters neither empty nor unreachable are too few to elect a
+    leader (fewer than len // 2 + 1): two of three, one of two (a voter set the disk-loss rule had
+    just shrunk when the second voter's disk went), two of four."""
     known = known_voters(views)
     if known is None:
         return None
@@ -109,7 +111,7 @@ def lost_majority(pods: Sequence[ObservedPod], views: Sequence[NodeView]) -> Los
         elif view.empty:
             empty.append(vid)
     lost = len(empty) + len(unreachable)
-    if 2 * lost <= len(voters):
+    if len(voters) - lost > len(voters) // 2:
         return None
     survivors = tuple(v for v in voters if v not in empty and v not in unreachable)
     return LostMajority(voters, tuple(empty), tuple(unreachable), survivors, witness)

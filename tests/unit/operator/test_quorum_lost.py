@@ -55,6 +55,23 @@ def test_two_of_three_came_back_empty() -> None:
     assert "came back empty: 1, 2" in lost.reason and "survivors: 0" in lost.reason
 
 
+def test_an_even_voter_set_is_lost_with_half_of_it() -> None:
+    """On the real kubelet (e2e recover test): the disk-loss rule removed voter 0's old directory,
+    leaving voters (1, 2), then voter 2's disk went too: one of two left cannot lead, yet
+    `2 * lost <= len(voters)` said the quorum was intact and QuorumLost never showed."""
+    pods = [_pod(i) for i in range(3)]
+    two = (1, 2)
+    lost = lost_majority(pods, [_empty(0), _survivor(1, two), _empty(2)])
+    assert lost is not None and lost.voters == two and lost.empty == (2,)
+    assert lost.survivors == (1,)
+    four = (0, 1, 2, 3)
+    pods4 = [_pod(i) for i in range(4)]
+    views4 = [_survivor(0, four), _survivor(1, four), _empty(2), _empty(3)]
+    lost4 = lost_majority(pods4, views4)
+    assert lost4 is not None and lost4.empty == (2, 3)
+    assert lost_majority(pods4, [*views4[:3], _survivor(3, four)]) is None  # 3 of 4 lead
+
+
 def test_unreachable_and_missing_pods_count_too() -> None:
     pods = [_pod(0), _pod(2)]  # pod 1 does not exist
     lost = lost_majority(pods, [_survivor(0), NodeView(2, False)])
