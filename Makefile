@@ -127,9 +127,9 @@ e2e: setup
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "tier e2e: not built yet"; fi
 
 # The e2e scenarios of several minutes each (marker e2e_long; not in make test, whose e2e tier
-# leaves them out to keep CI near its budget): scheduled backups + restoreFrom, recovery from a
-# lost majority, adoption of a static quorum, the offline filesystem-resize roll, the k8s
-# nemesis's broken node. ~17 min on the real-kubelet target.
+# leaves them out to keep CI near its budget): scheduled backups + restoreFrom, adoption of a
+# static quorum, the offline filesystem-resize roll, the k8s nemesis's broken node. ~14 min on
+# the real-kubelet target.
 .PHONY: e2e-long
 e2e-long: setup
 	E2E_MARK=e2e_long e2e/run.sh
