@@ -272,11 +272,8 @@ class Kube:
                 if e.status != 404:
                     raise
         elif isinstance(action, EndManualRoll | EndRecovery):
-            key = (
-                MANUAL_ROLL_ANNOTATION
-                if isinstance(action, EndManualRoll)
-                else (RECOVER_FROM_ANNOTATION)
-            )
+            roll = isinstance(action, EndManualRoll)
+            key = MANUAL_ROLL_ANNOTATION if roll else RECOVER_FROM_ANNOTATION
             self.custom.patch_namespaced_custom_object(
                 GROUP,
                 VERSION,
