@@ -10,6 +10,9 @@ Rules, in order (the first that applies wins):
    carries the action the planner would take otherwise (`held`), so the status can say what
    waits, and resuming continues from there (the plan is a function of the world, not of
    history).
+0b. A lost majority (quorum_lost.py): `QuorumLost`, nothing else, unless the annotation
+   metaquorum.dev/recover-from names the survivor (recovery.py: `Recover`, seen through until a
+   leader answers); with a leader and no request left, the annotation is removed (`EndRecovery`).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
    are created, stale ones updated, in that order. A new StatefulSet has one replica: the first
    member bootstraps alone (an adopted static quorum, spec.staticVoters: one per static
