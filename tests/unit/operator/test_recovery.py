@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from metaquorum_operator import builders, events, planner, recovery
 from metaquorum_operator.model import Controls
 from metaquorum_operator.observed import Observed, ObservedPod
@@ -90,7 +91,11 @@ def test_parse() -> None:
     assert recovery.parse("1") is None
 
 
-def test_once_a_leader_answers_the_request_is_cleared_from_the_configmap() -> None:
+@pytest.mark.parametrize("annotation", [None, "q-1"])
+def test_once_a_leader_answers_the_request_is_cleared_from_the_configmap(
+    annotation: str | None,
+) -> None:
+    """First the request leaves the ConfigMap; only then is the annotation removed (below)."""
     world = World()
     d = Driver(world)
     d.until(desired(3))
@@ -104,7 +109,7 @@ def test_once_a_leader_answers_the_request_is_cleared_from_the_configmap() -> No
     )
     objects = {**seen.objects, "ConfigMap": stamped}
     observed = dataclasses.replace(seen, objects=objects, recovery="1 uid-1")
-    action = planner.plan(desired(3), observed, world.describe().quorum, None, ())
+    action = planner.plan(want(annotation), observed, world.describe().quorum, None, ())
     assert isinstance(action, planner.Apply) and action.key == "ConfigMap", action
     assert recovery.RECOVER_KEY not in action.manifest["data"]
 
@@ -125,21 +130,3 @@ def test_the_annotation_is_removed_once_a_leader_answers_and_no_request_is_left(
     assert world.recover_annotation is None and isinstance(last, planner.Converged)
     assert events.event_reason(done[0]) == "RecoveryDone"
     assert "recover-from" in events.describe(done[0])
-
-
-def test_the_annotation_stays_while_the_request_is_still_in_the_configmap() -> None:
-    world = World()
-    d = Driver(world)
-    d.until(desired(3))
-    seen = world.observe()
-    with_request = desired(3).manifests(1, True, seen.tombstones, "1 uid-1")["ConfigMap"]
-    cm = seen.objects["ConfigMap"]
-    assert cm is not None
-    stamped = dataclasses.replace(
-        cm, spec_hash=with_request["metadata"]["annotations"][builders.SPEC_HASH]
-    )
-    observed = dataclasses.replace(
-        seen, objects={**seen.objects, "ConfigMap": stamped}, recovery="1 uid-1"
-    )
-    action = planner.plan(want(), observed, world.describe().quorum, None, ())
-    assert isinstance(action, planner.Apply) and action.key == "ConfigMap", action
