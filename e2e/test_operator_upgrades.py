@@ -72,27 +72,32 @@ class Recorder:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for p in self.cluster.core.list_namespaced_pod(self.ns).items:
-                self.names[p.metadata.uid] = p.metadata.name
-                if p.metadata.deletion_timestamp and p.metadata.uid not in self.deleted:
-                    self.deleted[p.metadata.uid] = (p.metadata.name, time.monotonic())
-            for uid, name in list(self.names.items()):
-                said = self.cluster.pod_log(self.ns, name, uid)
-                if said is not None and len(said) >= len(self.logs.get(uid, "")):
-                    self.logs[uid] = said
-            obj = mq(self.cluster, self.ns)
-            rows = (obj.get("status") or {}).get("versions") or []
-            now = tuple((r["pod"], r.get("version", "?")) for r in rows)
-            if now and (not self.versions or self.versions[-1] != now):
-                self.versions.append(now)
-            c = cond(obj, "Upgrading")
-            if c:
-                self.upgrading.add((c["status"], c["reason"]))
+            self._sample()
             time.sleep(0.1)
 
+    def _sample(self) -> None:
+        for p in self.cluster.core.list_namespaced_pod(self.ns).items:
+            self.names[p.metadata.uid] = p.metadata.name
+            if p.metadata.deletion_timestamp and p.metadata.uid not in self.deleted:
+                self.deleted[p.metadata.uid] = (p.metadata.name, time.monotonic())
+        for uid, name in list(self.names.items()):
+            said = self.cluster.pod_log(self.ns, name, uid)
+            if said is not None and len(said) >= len(self.logs.get(uid, "")):
+                self.logs[uid] = said
+        obj = mq(self.cluster, self.ns)
+        rows = (obj.get("status") or {}).get("versions") or []
+        now = tuple((r["pod"], r.get("version", "?")) for r in rows)
+        if now and (not self.versions or self.versions[-1] != now):
+            self.versions.append(now)
+        c = cond(obj, "Upgrading")
+        if c:
+            self.upgrading.add((c["status"], c["reason"]))
+
     def stop(self) -> list[str]:
+        """Stops sampling, then takes one last sample: what the caller's wait saw is recorded."""
         self._stop.set()
         self._thread.join(10)
+        self._sample()
         return [n for n, _ in sorted(self.deleted.values(), key=lambda x: x[1])]
 
     def log_of(self, uid: str) -> str | None:
@@ -130,6 +135,20 @@ def handed_over_after_sigterm(said: str, leader: int, epoch: int) -> bool:
         if (m := re.search(r"leader is (\d+) in epoch (\d+)", x))
     ]
     return any(n != leader and e > epoch for n, e in followed)
+
+
+def upgraded_counts(rows: list[tuple[tuple[str, str], ...]], version: str) -> list[int]:
+    """Per status.versions row, how many pods report `version`. A pod's "?" (the operator had no
+    leader to ask while one was elected, or its node did not answer in time) counts as the
+    version it last reported: unknown is not a step back."""
+    last: dict[str, str] = {}
+    out = []
+    for row in rows:
+        for pod, v in row:
+            if v != "?":
+                last[pod] = v
+        out.append(sum(1 for pod, _ in row if last.get(pod) == version))
+    return out
 
 
 def set_image(cluster: Cluster, ns: str, image: str) -> None:
@@ -178,7 +197,7 @@ def test_upgrade_leader_last_then_a_change_back_mid_roll(
         f"{leader_pod} did not follow a newer leader before its SIGTERM"
     )
     # status.versions moved one pod at a time: 0, 1, 2, 3 pods on 0.2.0
-    counts = [sum(1 for _, v in row if v == "0.2.0") for row in rec.versions]
+    counts = upgraded_counts(rec.versions, "0.2.0")
     assert counts[-1] == 3, counts
     assert {1, 2} <= set(counts), f"status.versions never showed a mixed quorum: {rec.versions}"
     assert all(b - a <= 1 for a, b in itertools.pairwise(counts)), counts
@@ -343,3 +362,20 @@ def voter_without_a_pod_is_named_not_removed(cluster: Cluster, ns: str) -> None:
         cluster.kubectl("uncordon", node)
     wait_for(lambda: settled(cluster, ns, [0, 1, 2]), 180, "the pod back, 3 voters Running")
     assert not mq(cluster, ns)["status"].get("membershipProblems")
+
+
+def test_upgraded_counts_takes_unknown_as_the_last_version_reported() -> None:
+    """The rows status.versions went through in a CI run (a pod's "?" while it started, and
+    both followers' "?" while the rolled leader's successor was elected), then the last."""
+    o, n = "0.1.0", "0.2.0"
+    rows = [
+        (("quorum-0", o), ("quorum-1", o), ("quorum-2", o)),
+        (("quorum-0", o), ("quorum-1", o)),
+        (("quorum-0", o), ("quorum-1", o), ("quorum-2", "?")),
+        (("quorum-0", o), ("quorum-2", n)),
+        (("quorum-0", o), ("quorum-1", "?"), ("quorum-2", n)),
+        (("quorum-1", n), ("quorum-2", n)),
+        (("quorum-1", "?"), ("quorum-2", "?")),
+        (("quorum-0", n), ("quorum-1", n), ("quorum-2", n)),
+    ]
+    assert upgraded_counts(rows, n) == [0, 0, 0, 1, 1, 2, 2, 3]

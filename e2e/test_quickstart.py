@@ -59,7 +59,10 @@ def test_quickstart_block_has_the_steps() -> None:
     assert any(ln.startswith("kafka-metadata-quorum.sh ") for ln in inside)
     run = [ln for ln in inside if ln.startswith("kubectl run ")]
     assert len(run) == 1 and " --rm -i " in run[0] and "--image=metaquorum/node:" in run[0]
-    assert "--image-pull-policy=Never" in run[0] and run[0].endswith(" describe --status")
+    assert "--image-pull-policy=Never" in run[0] and run[0].endswith(" describe --status'")
+    # kubectl attaches after the pod runs and shows only what is printed after that: output
+    # printed before is lost (kubernetes/kubernetes#28695), so the pod waits before printing
+    assert " -- sh -c 'sleep " in run[0]
 
 
 def with_markers(lines: list[str]) -> str:
