@@ -3,7 +3,7 @@
 Role: parse `spec.restoreFrom` (a backup's URL/NAME on S3 with a credentials Secret, or a
 backup NAME on a PVC) and give the format init container what it needs to run
 `metaquorum backup restore URL/NAME --config <server.properties> --cluster-id $CLUSTER_ID`
-instead of `storage format --standalone` (builders.FORMAT_SCRIPT): the env (RESTORE_FROM, the
+instead of `storage format --standalone` (node_config.FORMAT_SCRIPT): the env (RESTORE_FROM, the
 S3 credentials as `secretKeyRef`, endpoint and region) and, for a PVC, its volume and mount.
 
 When it applies: only where `--standalone` would — pod 0 with an empty volume while the quorum
