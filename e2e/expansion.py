@@ -3,13 +3,13 @@
 Role: what a CSI driver with online expansion does (controller + node side), for the e2e
 StorageClass EXPANDABLE_CLASS (allowVolumeExpansion: true). `provision` gives each pending PVC
 of that class a sparse file under STATE/pv/ formatted XFS and loop-mounted at the PV's
-directory, and a `local` PV pinned to the node over that directory, pre-bound to the claim (the
-kubelet bind-mounts it into the pod, so the pod sees a filesystem of that size). `expand` is the
-resizer: for a bound PVC whose request exceeds its capacity it grows the file, refreshes the
-loop device (`losetup -c`) and grows the mounted filesystem online (`xfs_growfs`), then writes
-the new size to the PV's capacity and the PVC's status.capacity, as the external-resizer and the
-kubelet do: the pod sees the larger filesystem without a restart. `release` unmounts and deletes
-a Released PV's file.
+directory, and a `local` PV pinned to the node over that directory, pre-bound to the claim
+(volumes.create_bound_pv; the kubelet bind-mounts it into the pod, so the pod sees a
+filesystem of that size). `expand` is the resizer: for a bound PVC whose request exceeds its
+capacity it grows the file, refreshes the loop device (`losetup -c`) and grows the mounted
+filesystem online (`xfs_growfs`), then writes the new size to the PV's capacity and the PVC's
+status.capacity, as the external-resizer and the kubelet do: the pod sees the larger
+filesystem without a restart. `release` unmounts and deletes a Released PV's file.
 
 Offline mode: the class OFFLINE_CLASS (parameter onlineExpansion: "false") is a driver that
 cannot grow a mounted filesystem. Its resizer grows the file (the controller side) and sets the
@@ -39,8 +39,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import volumes
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
 EXPANDABLE_CLASS = "e2e-expandable"
@@ -101,35 +101,10 @@ def provision(core: client.CoreV1Api, state: Path, node: str, provisioner: str) 
                     f.truncate(max(_bytes(size), XFS_MIN_BYTES))
                 _run("mkfs.xfs", "-q", "-f", str(image))
             _run("mount", "-o", "loop", str(image), str(path))
-        term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
-        pv = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {
-                "name": name,
-                "annotations": {"pv.kubernetes.io/provisioned-by": provisioner},
-            },
-            "spec": {
-                "capacity": {"storage": size},
-                "accessModes": pvc.spec.access_modes,
-                "persistentVolumeReclaimPolicy": "Delete",
-                "storageClassName": pvc.spec.storage_class_name,
-                "local": {"path": str(path)},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
-                "claimRef": {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "namespace": pvc.metadata.namespace,
-                    "name": pvc.metadata.name,
-                    "uid": pvc.metadata.uid,
-                },
-            },
-        }
-        try:
-            core.create_persistent_volume(pv)
-        except ApiException as e:
-            if e.status != 409:
-                raise
+        source = volumes.local_source(path, node)
+        volumes.create_bound_pv(
+            core, pvc, name=name, capacity=size, source=source, provisioner=provisioner
+        )
 
 
 def _grow_file(path: Path, want: str) -> None:

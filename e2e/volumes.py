@@ -45,35 +45,11 @@ def provision(
         path.mkdir(parents=True, exist_ok=True)
         source: dict[str, Any] = {"hostPath": {"path": str(path), "type": "DirectoryOrCreate"}}
         if local_node is not None:
-            term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [local_node]}
-            source = {
-                "local": {"path": str(path)},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
-            }
-        pv = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": name, "annotations": {PROVISIONED_BY: provisioner}},
-            "spec": {
-                "capacity": {"storage": pvc.spec.resources.requests["storage"]},
-                "accessModes": pvc.spec.access_modes,
-                "persistentVolumeReclaimPolicy": "Delete",
-                "storageClassName": storage_class,
-                **source,
-                "claimRef": {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "namespace": pvc.metadata.namespace,
-                    "name": pvc.metadata.name,
-                    "uid": pvc.metadata.uid,
-                },
-            },
-        }
-        try:
-            core.create_persistent_volume(pv)
-        except ApiException as e:
-            if e.status != 409:
-                raise
+            source = local_source(path, local_node)
+        capacity = pvc.spec.resources.requests["storage"]
+        create_bound_pv(
+            core, pvc, name=name, capacity=capacity, source=source, provisioner=provisioner
+        )
     for pv in core.list_persistent_volume().items:
         ann = pv.metadata.annotations or {}
         if pv.status.phase == "Released" and ann.get(PROVISIONED_BY) == provisioner:
@@ -86,6 +62,54 @@ def provision(
             except ApiException as e:
                 if e.status != 404:
                     raise
+
+
+def local_source(path: Path, node: str) -> dict[str, Any]:
+    """A PV's `local` source at `path`, pinned to `node` (the kubelet mounts it there only)."""
+    term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+    return {
+        "local": {"path": str(path)},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}},
+    }
+
+
+def create_bound_pv(
+    core: client.CoreV1Api,
+    pvc: Any,
+    *,
+    name: str,
+    capacity: str,
+    source: dict[str, Any],
+    provisioner: str,
+) -> None:
+    """Create PV `name` of `pvc`'s class and access modes, pre-bound to it (claimRef with its
+    uid, so the PV binder binds exactly that claim), reclaimPolicy Delete, annotated as
+    provisioned by `provisioner`; `source` is its volume source (hostPath, or `local_source`).
+    A PV already there (409: created on an earlier pass) is left as it is."""
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {PROVISIONED_BY: provisioner}},
+        "spec": {
+            "capacity": {"storage": capacity},
+            "accessModes": pvc.spec.access_modes,
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": pvc.spec.storage_class_name,
+            **source,
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": pvc.metadata.namespace,
+                "name": pvc.metadata.name,
+                "uid": pvc.metadata.uid,
+            },
+        },
+    }
+    try:
+        core.create_persistent_volume(pv)
+    except ApiException as e:
+        if e.status != 409:
+            raise
 
 
 def pv_dir_of_claim(core: client.CoreV1Api, state: Path, namespace: str, claim: str) -> Path | None:

@@ -6,27 +6,16 @@
 # StatefulSet pods' stable names (`hostname.subdomain.ns.svc.cluster.local`) through it. A main
 # package of our own imports coremain and the chosen plugins (CoreDNS's documented way to pick
 # plugins without its generator), so the cloud-provider plugins' modules are never built.
+# Cache and lock: scripts/go-build-cached.sh.
 # Output (stdout, last line): the directory holding `coredns`.
 # Env: COREDNS_VERSION (default v1.14.7), METAQUORUM_CACHE, GO_BUILD_P (default 1).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/go-build-cached.sh"
 
 VERSION="${COREDNS_VERSION:-v1.14.7}"
-CACHE="${METAQUORUM_CACHE:-$HOME/.cache/metaquorum}"
-OUT="$CACHE/coredns-$VERSION"
-BIN="$OUT/bin"
-log() { echo "[build-coredns] $*" >&2; }
-die() { echo "[build-coredns] ERROR: $*" >&2; exit 1; }
-
-if [[ -x "$BIN/coredns" ]]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || die "go not found"
-mkdir -p "$OUT"
-exec 9>"$OUT/.lock"
-flock 9
-if [[ -x "$BIN/coredns" ]]; then echo "$BIN"; exit 0; fi
-export GOFLAGS="-mod=mod -p=${GO_BUILD_P:-1}" GOTOOLCHAIN=local CGO_ENABLED=0
-work="$OUT/src"
-mkdir -p "$work" "$BIN"
-cd "$work"
+go_cached_begin coredns "$VERSION" coredns
+mkdir -p "$OUT/src"
+cd "$OUT/src"
 cat > go.mod <<MOD
 module metaquorum.local/coredns
 
@@ -60,10 +49,6 @@ func init() {
 
 func main() { coremain.Run() }
 GO
-t0=$SECONDS
-go mod tidy >&2
-log "modules resolved in $((SECONDS - t0)) s"
-go build -trimpath -ldflags "-s -w" -o "$BIN/coredns.tmp" .
-mv "$BIN/coredns.tmp" "$BIN/coredns"
-log "coredns $VERSION built in $((SECONDS - t0)) s"
-echo "$BIN"
+GOFLAGS="-mod=mod $GOFLAGS" go mod tidy >&2 || die "go mod tidy of the coredns $VERSION wrapper failed"
+log "modules resolved in $((SECONDS - GC_T0)) s"
+go_cached_build .

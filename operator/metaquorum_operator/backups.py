@@ -34,6 +34,7 @@ from typing import Any
 
 from metaquorum_operator import builders
 from metaquorum_operator.model import TLS_DIR, Names, Owner, QuorumSpec
+from metaquorum_operator.s3_env import s3_env
 from metaquorum_operator.tls_client import CA, COMBINED
 
 BACKUP_DIR = "/var/lib/metaquorum-backups"  # where a PVC destination is mounted
@@ -252,19 +253,7 @@ def _env(backup: BackupSpec, spec: QuorumSpec, names: Names) -> list[dict[str, A
     ]
     s3 = backup.s3
     if s3 is not None:
-        for key, optional in (
-            ("AWS_ACCESS_KEY_ID", False),
-            ("AWS_SECRET_ACCESS_KEY", False),
-            ("AWS_SESSION_TOKEN", True),
-        ):
-            ref: dict[str, Any] = {"name": s3.credentials_secret, "key": key}
-            if optional:
-                ref["optional"] = True
-            env.append({"name": key, "valueFrom": {"secretKeyRef": ref}})
-        if s3.endpoint:
-            env.append({"name": "AWS_ENDPOINT_URL", "value": s3.endpoint})
-        if s3.region:
-            env.append({"name": "AWS_REGION", "value": s3.region})
+        env += s3_env(s3.credentials_secret, s3.endpoint, s3.region)
     return env
 
 

@@ -2,25 +2,24 @@
 
 Role: wire the pure planner to the cluster. One kopf timer per MetadataQuorum (every
 RECONCILE_INTERVAL seconds, and at once when the object appears or the operator starts) runs
-`reconcile`: observe the objects (kube.py) and the quorum (observe.py: DescribeQuorum through
-metaquorum.admin, in the timer's worker thread, bounded by a few seconds) -> plan -> execute one
-action -> observe both again, up to MAX_STEPS actions, then write the status computed from the
-last observation. A cluster id is generated once and kept in spec.clusterId before any pod
-formats its volume. Voter changes (AddRaftVoter / RemoveRaftVoter) are recorded as the pending
-change before they are sent and cleared when the leader answers (it answers once the change is
-committed); the pending change is written to status.pendingOperation, so an operator restarted
-mid-change resumes it (progress_from_status), and so is what a quorum-wide manual roll has left
-(status.manualRoll; rolls.py). Every action is posted as a Kubernetes Event on the
-MetadataQuorum (events.py: a restart's reason is its cause); a Warning per membership problem
-when it first appears (members.py: PodNotInQuorum, VoterWithoutPod, DuplicateIncarnation); one
-Warning is posted when
-Degraded turns True (VolumeRefused, VoterNotCaughtUp: a lost pod not rejoining within the
-bound), and a Normal one when reconciliation is paused or resumed (ReconciliationPaused /
-ReconciliationResumed). Volume growth (volume_growth.py) runs after the steps: the
-PVCs below spec.storage.size are patched where their class can expand, and the VolumesResized
-condition is added to the status. While paused (annotation
-metaquorum.dev/pause-reconciliation: "true") the loop still observes the objects and the quorum
-and writes the status, and does nothing else (no cluster id either).
+`reconcile`: observe the objects (kube.py) and the quorum (admin_quorum.py, observe.py:
+DescribeQuorum through metaquorum.admin, in the timer's worker thread, bounded by a few seconds)
+-> plan -> execute one action -> observe both again, up to MAX_STEPS actions, then write the
+status computed from the last observation. A cluster id is generated once and kept in
+spec.clusterId before any pod formats its volume. Voter changes (AddRaftVoter / RemoveRaftVoter)
+are recorded as the pending change before they are sent and cleared when the leader answers (it
+answers once the change is committed); the pending change is written to status.pendingOperation,
+so an operator restarted mid-change resumes it (progress_from_status), and so is what a
+quorum-wide manual roll has left (status.manualRoll; rolls.py). Every action is posted as a
+Kubernetes Event on the MetadataQuorum (events.py: a restart's reason is its cause); a Warning
+per membership problem when it first appears (members.py: PodNotInQuorum, VoterWithoutPod,
+DuplicateIncarnation); one Warning is posted when Degraded turns True (VolumeRefused,
+VoterNotCaughtUp: a lost pod not rejoining within the bound), and a Normal one when
+reconciliation is paused or resumed (ReconciliationPaused / ReconciliationResumed). Volume
+growth (volume_growth.py) runs after the steps: the PVCs below spec.storage.size are patched
+where their class can expand, and the VolumesResized condition is added to the status. While
+paused (annotation metaquorum.dev/pause-reconciliation: "true") the loop still observes the
+objects and the quorum and writes the status, and does nothing else (no cluster id either).
 Deletion is plain garbage collection through the controller ownerReferences (PVCs too when
 spec.storage.deleteClaimsOnDelete); kopf's finalizer only stops the timer first.
 
@@ -31,7 +30,6 @@ CRD's status schema is closed); status is written only when it changes.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime
 import logging
@@ -44,7 +42,6 @@ from typing import Any, Protocol
 import kopf
 from kubernetes import client, config
 from metaquorum.admin.client import AdminError
-from metaquorum.net.endpoint import ConfigError
 
 from metaquorum_operator import (
     backup_kube,
@@ -54,9 +51,9 @@ from metaquorum_operator import (
     observe,
     planner,
     rolls,
-    survey,
     volumes,
 )
+from metaquorum_operator.admin_quorum import AdminQuorum
 from metaquorum_operator.kube import Kube
 from metaquorum_operator.membership import ChangeKind, PendingChange, Progress, advance
 from metaquorum_operator.model import (
@@ -280,81 +277,6 @@ class Quorum(Protocol):
     def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None: ...
 
     def upgrade_kraft_version(self, desired: planner.Desired) -> None: ...
-
-
-class AdminQuorum:
-    """The live quorum through metaquorum.admin, on the pods' stable names; over mutual TLS with
-    the pods' certificate (tls_client.SecretTls) when spec.tls.enabled."""
-
-    def __init__(self, tls: SecretTls | None = None) -> None:
-        self.tls = tls
-
-    def _tls(self, desired: planner.Desired) -> observe.Tls:
-        spec = desired.spec
-        if not spec.tls_enabled:
-            return None
-        if self.tls is None or not spec.tls_secret_name:
-            raise ConfigError("spec.tls.enabled but the operator has no TLS Secret to read")
-        algorithm = spec.config.get("ssl.endpoint.identification.algorithm", "https")
-        return self.tls.client(desired.names.namespace, spec.tls_secret_name, algorithm)
-
-    def describe(self, desired: planner.Desired, observed: Observed) -> observe.Observation:
-        """DescribeQuorum in this worker thread, bounded by observe.DESCRIBE_TIMEOUT_S;
-        nothing to describe before the StatefulSet has a member."""
-        sts = observed.statefulset
-        if sts is None or sts.replicas == 0:
-            return observe.Observation(None)
-        try:
-            tls = self._tls(desired)
-        except ConfigError as e:
-            return observe.Observation(None, str(e))
-        port = desired.spec.controller_port
-        bootstrap = observe.bootstrap_servers(desired.names, port, sts.replicas)
-        found = observe.describe(bootstrap, tls=tls)
-        if found.quorum is None or not found.quorum.has_leader:
-            # no leader: ask each pod's node itself, for the lost-majority check
-            views = survey.survey(desired.names, desired.spec.http_port, observed.pods)
-            found = dataclasses.replace(found, nodes=views)
-        if found.quorum is None:
-            return found
-        # each running pod's software version (upgrades.py) and directory id (migration.py),
-        # from its node's GET /status
-        hosts = {
-            p.ordinal: desired.names.pod_fqdn(p.ordinal)
-            for p in observed.pods
-            if not p.terminating and p.failing is None
-        }
-        versions, dirs = observe.node_reports(hosts, desired.spec.http_port)
-        return dataclasses.replace(
-            found, quorum=dataclasses.replace(found.quorum, versions=versions, directories=dirs)
-        )
-
-    def change(
-        self, action: planner.AddVoter | planner.RemoveVoter, desired: planner.Desired
-    ) -> None:
-        try:
-            tls = self._tls(desired)
-        except ConfigError as e:
-            raise AdminError(str(e)) from None
-        port = desired.spec.controller_port
-        members = max(desired.spec.replicas, action.key.id + 1)
-        bootstrap = observe.bootstrap_servers(desired.names, port, members)
-        # an added voter's endpoint: its pod's stable name
-        endpoint = (desired.names.pod_fqdn(action.key.id), port)
-        observe.change(action, bootstrap, endpoint, tls=tls)
-
-    def resign(self, action: planner.ResignLeader, desired: planner.Desired) -> None:
-        host = desired.names.pod_fqdn(action.node_id)
-        observe.resign(host, desired.spec.http_port, action.epoch)
-
-    def upgrade_kraft_version(self, desired: planner.Desired) -> None:
-        try:
-            tls = self._tls(desired)
-        except ConfigError as e:
-            raise AdminError(str(e)) from None
-        port = desired.spec.controller_port
-        bootstrap = observe.bootstrap_servers(desired.names, port, desired.spec.replicas)
-        asyncio.run(observe.upgrade_kraft_version_async(bootstrap, tls=tls))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

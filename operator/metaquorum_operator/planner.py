@@ -10,14 +10,15 @@ Rules, in order (the first that applies wins):
    carries the action the planner would take otherwise (`held`), so the status can say what
    waits, and resuming continues from there (the plan is a function of the world, not of
    history).
-0b. A lost majority (quorum_lost.py): `QuorumLost`, nothing else, unless the annotation
-   metaquorum.dev/recover-from names the survivor (recovery.py: `Recover`, seen through until a
-   leader answers); with a leader and no request left, the annotation is removed (`EndRecovery`).
+0b. A lost majority (lost_majority_rule.py; quorum_lost.py): `QuorumLost`, nothing else, unless
+   the annotation metaquorum.dev/recover-from names the survivor (recovery.py: `Recover`, seen
+   through until a leader answers); with a leader and no request left, the annotation is removed
+   (`EndRecovery`).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
-   are created, stale ones updated, in that order. A new StatefulSet has one replica: the first
-   member bootstraps alone (an adopted static quorum, spec.staticVoters: one per static
-   voter); the ConfigMap records `formed` once a leader was seen (from then on a pod with an
-   empty volume formats --no-initial-controllers, never --standalone).
+   are created, stale ones updated, in that order (desired.py). A new StatefulSet has one
+   replica: the first member bootstraps alone (an adopted static quorum, spec.staticVoters: one
+   per static voter); the ConfigMap records `formed` once a leader was seen (from then on a pod
+   with an empty volume formats --no-initial-controllers, never --standalone).
 2. Wait while the StatefulSet controller lags. A pod whose volume the format init container
    refused stops everything: Refused (Degraded).
    Upgrades (upgrades.py): the one pod down, failing on an old revision of the pod template
@@ -64,11 +65,9 @@ touches an object it does not own (ownerReference uid).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
-from metaquorum_operator import builders, migration, recovery, rolls, upgrades
+from metaquorum_operator import lost_majority_rule, migration, rolls, upgrades
 from metaquorum_operator.actions import (
     IDLE,
     VOTER_CHANGES,
@@ -89,6 +88,7 @@ from metaquorum_operator.actions import (
     UpgradeKraftVersion,
     Wait,
 )
+from metaquorum_operator.desired import ORDER, Desired, NotOwned, objects
 from metaquorum_operator.membership import (
     CatchUp,
     Progress,
@@ -97,21 +97,12 @@ from metaquorum_operator.membership import (
     held,
     safe_voter_set,
 )
-from metaquorum_operator.model import (
-    RECOVER_FROM_ANNOTATION,
-    Controls,
-    Names,
-    OperatorConfig,
-    Owner,
-    QuorumSpec,
-)
 from metaquorum_operator.observed import (
     Observed,
     ObservedQuorum,
     VoterKey,
 )
-from metaquorum_operator.quorum_lost import NodeView, formed_by_survey, lost_majority
-from metaquorum_operator.recover_from import check_survivor
+from metaquorum_operator.quorum_lost import NodeView, formed_by_survey
 
 __all__ = [
     "IDLE",
@@ -137,67 +128,6 @@ __all__ = [
     "Wait",
     "plan",
 ]
-
-ORDER = ("ConfigMap", "HeadlessService", "ClientService", "PodDisruptionBudget", "StatefulSet")
-
-
-class NotOwned(Exception):
-    """An object with one of our names exists but another owner controls it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Desired:
-    spec: QuorumSpec
-    names: Names
-    owner: Owner
-    operator: OperatorConfig = field(default_factory=OperatorConfig)
-    controls: Controls = field(default_factory=Controls)
-
-    def manifests(
-        self,
-        sts_replicas: int,
-        formed: bool = False,
-        tombstones: frozenset[str] = frozenset(),
-        recovery: str = "",
-    ) -> dict[str, dict[str, Any]]:
-        s, n, o = self.spec, self.names, self.owner
-        cm = builders.configmap(s, n, o, formed=formed, tombstones=tombstones, recovery=recovery)
-        return {
-            "ConfigMap": cm,
-            "HeadlessService": builders.headless_service(s, n, o),
-            "ClientService": builders.client_service(s, n, o),
-            "PodDisruptionBudget": builders.pod_disruption_budget(s, n, o),
-            "StatefulSet": builders.statefulset(s, n, o, sts_replicas),
-        }
-
-
-def _hash(manifest: Mapping[str, Any]) -> str:
-    return str(manifest["metadata"]["annotations"][builders.SPEC_HASH])
-
-
-def _objects(
-    desired: Desired,
-    observed: Observed,
-    formed: bool,
-    tombstones: frozenset[str],
-) -> Action | None:
-    sts = observed.statefulset
-    # a new quorum starts with one pod (it bootstraps alone); an adopted static one with a pod
-    # per static voter (no fewer can elect a leader)
-    static = desired.spec.static_voter_ids
-    first = max(static) + 1 if static else 1
-    manifests = desired.manifests(sts.replicas if sts else first, formed, tombstones)
-    for key in ORDER:
-        current = sts.obj if key == "StatefulSet" and sts is not None else observed.objects.get(key)
-        want = manifests[key]
-        kind_name = f"{want['kind']} {want['metadata']['name']}"
-        if current is None:
-            return Apply(key, want, create=True, reason=f"{kind_name} is missing")
-        if desired.owner.uid not in current.owner_uids:
-            raise NotOwned(f"{kind_name} exists and is not owned by this MetadataQuorum")
-        if current.spec_hash != _hash(want):
-            return Apply(key, want, create=False, reason=f"{kind_name} differs from the spec")
-    return None
 
 
 def plan(
@@ -230,34 +160,13 @@ def _plan(
     led = quorum is not None and quorum.has_leader
 
     # 0b. a lost majority: say so, change nothing, unless the user names the survivor to
-    # recover from (recovery.py); a recovery under way is seen through until a leader answers
-    def render(value: str) -> dict[str, Any]:
-        return desired.manifests(1, True, observed.tombstones, value)["ConfigMap"]
-
-    request = recovery.parse(observed.recovery)
-    if request is not None and not led:
-        return recovery.step(desired.names, observed, request, nodes, render)
-    lost = None if led else lost_majority(observed.pods, nodes)
+    # recover from; a recovery under way is seen through until a leader answers
+    lost = lost_majority_rule.rule(desired, observed, led, nodes)
     if lost is not None:
-        reason = lost.reason
-        if desired.controls.recover_from:
-            ordinal, line = check_survivor(
-                desired.controls.recover_from, desired.names, lost, nodes
-            )
-            if ordinal is not None:
-                return recovery.start(desired.names, observed, ordinal, line, render)
-            reason = f"{reason}; {line}"
-        return QuorumLost(reason, lost.voters, lost.empty + lost.unreachable)
-    if led and request is None and desired.controls.recover_from:
-        # the annotation is a decision taken at one lost majority: left in place it would
-        # recover from the same pod at the next one, unasked
-        return EndRecovery(
-            "the quorum has a leader and no recovery is under way: "
-            f"{RECOVER_FROM_ANNOTATION} acts only on the lost majority it was set for"
-        )
+        return lost
     formed = observed.formed or led or formed_by_survey(nodes)
     # 1. owned objects exist and are current
-    step = _objects(desired, observed, formed, observed.tombstones)
+    step = objects(desired, observed, formed, observed.tombstones)
     if step is not None:
         return step
     sts = observed.statefulset

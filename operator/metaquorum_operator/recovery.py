@@ -4,7 +4,7 @@ pod's volume and let the quorum re-form around it.
 
 Role: pure planning of the recovery (planner rule 0b calls `start` and `step`), the ConfigMap
 value that carries a request to the pod, and the shell the format init container runs for it
-(RECOVER_SCRIPT, inside builders.FORMAT_SCRIPT). How it goes (docs/operator.md, "Lost majority"):
+(RECOVER_SCRIPT, inside node_config.FORMAT_SCRIPT). How it goes (docs/operator.md, "Lost majority"):
 
 1. the quorum is lost (quorum_lost.py) and the annotation names the survivor check_survivor
    accepts (recover_from.py: a surviving voter holding at least as much as every other);
@@ -46,7 +46,7 @@ from metaquorum_operator.quorum_lost import NodeView
 RECOVER_KEY = "recover-from"  # the ConfigMap's key carrying a Request
 MARKER = "recovered-from"  # in the PVC's root, beside the metadata log dir
 
-# Runs in the format init container on a formatted volume (builders.FORMAT_SCRIPT), with $cfg
+# Runs in the format init container on a formatted volume (node_config.FORMAT_SCRIPT), with $cfg
 # the mounted ConfigMap and refuse() its one-line refusal.
 RECOVER_SCRIPT = f"""rec=$(cat "$cfg/{RECOVER_KEY}" 2>/dev/null || true)
 if [ -n "$rec" ] && [ "${{rec%% *}}" = "$METAQUORUM_NODE_ID" ]; then

@@ -3,8 +3,9 @@
 Role: parse `spec.restoreFrom` (a backup's URL/NAME on S3 with a credentials Secret, or a
 backup NAME on a PVC) and give the format init container what it needs to run
 `metaquorum backup restore URL/NAME --config <server.properties> --cluster-id $CLUSTER_ID`
-instead of `storage format --standalone` (builders.FORMAT_SCRIPT): the env (RESTORE_FROM, the
-S3 credentials as `secretKeyRef`, endpoint and region) and, for a PVC, its volume and mount.
+instead of `storage format --standalone` (node_config.FORMAT_SCRIPT): the env (RESTORE_FROM, the
+S3 credentials as `secretKeyRef`, endpoint and region: s3_env.py) and, for a PVC, its volume and
+mount.
 
 When it applies: only where `--standalone` would — pod 0 with an empty volume while the quorum
 has never had a leader (the ConfigMap's `bootstrap: standalone`). The restored pod is a
@@ -24,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from metaquorum_operator.s3_env import s3_env
 
 RESTORE_DIR = "/var/lib/metaquorum-restore"  # where a PVC source is mounted (read-only)
 
@@ -53,22 +56,8 @@ class RestoreFrom:
         )
 
     def env(self) -> list[dict[str, Any]]:
-        env: list[dict[str, Any]] = [{"name": "RESTORE_FROM", "value": self.url}]
-        if self.credentials_secret:
-            for key, optional in (
-                ("AWS_ACCESS_KEY_ID", False),
-                ("AWS_SECRET_ACCESS_KEY", False),
-                ("AWS_SESSION_TOKEN", True),
-            ):
-                ref: dict[str, Any] = {"name": self.credentials_secret, "key": key}
-                if optional:
-                    ref["optional"] = True
-                env.append({"name": key, "valueFrom": {"secretKeyRef": ref}})
-        if self.endpoint:
-            env.append({"name": "AWS_ENDPOINT_URL", "value": self.endpoint})
-        if self.region:
-            env.append({"name": "AWS_REGION", "value": self.region})
-        return env
+        restore: dict[str, Any] = {"name": "RESTORE_FROM", "value": self.url}
+        return [restore, *s3_env(self.credentials_secret or None, self.endpoint, self.region)]
 
     def volumes(self) -> list[dict[str, Any]]:
         if not self.pvc_claim:
