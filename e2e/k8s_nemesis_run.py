@@ -28,7 +28,9 @@ from typing import Any
 
 from harness import ROOT, Cluster, wait_for
 from k8s_faults import APISERVER, PodFaults
-from k8s_nemesis import NETWORK, SLOW, Fault
+from k8s_nemesis import NETWORK, OPERATOR_WORK, SLOW, Fault
+from k8s_operator_work import OperatorWork
+from pod_watch import operator_down
 from quorum_watch import Fault as Down
 from quorum_watch import Seen, Watcher, check
 from quorums import describe, hosts, settled, whole
@@ -50,17 +52,44 @@ class K8sNemesis:
         self.injected: dict[str, int] = {}
         self.heal_times: list[float] = []
         self.majority_down: list[tuple[float, float]] = []  # windows with no majority up
+        # pods the nemesis made not Ready (the node agents' and the API server's faults: all)
+        self.pods_down: list[Down] = []
+        self.timeline: list[tuple[float, str]] = []  # (monotonic, what): for the messages
+        self.work = OperatorWork(cluster, ns, watcher, self.faults, self.down, self.mark)
 
-    def violations(self, seen: list[Seen]) -> list[str]:
+    def mark(self, what: str) -> None:
+        self.timeline.append((time.monotonic(), what))
+
+    def where(self, t: float) -> str:
+        """What the nemesis was doing at `t` (the last mark before it, and how long before)."""
+        before = [(a, w) for a, w in self.timeline if a <= t]
+        if not before:
+            return "before the first fault"
+        a, w = before[-1]
+        return f"{t - a:.1f} s after '{w}'"
+
+    def violations(
+        self, seen: list[Seen], pods: list[tuple[float, frozenset[int]]] | None = None
+    ) -> list[str]:
         """quorum_watch.check, but a leaderless stretch inside a window in which the nemesis
         itself took a majority down (a reboot, a lost PVC under a frozen voter) is no
-        violation of the operator's."""
+        violation of the operator's; and pod_watch.operator_down on the pods' readiness. Each
+        names its invariant and what the nemesis was doing then."""
         out = []
         for v in check(seen, self.down):
             t = float(v.split(":", 1)[0].removeprefix("t="))
             if "no leader" in v and any(a <= t <= b + 20 for a, b in self.majority_down):
                 continue
-            out.append(v)
+            rule = (
+                "leaderless over 20 s" if "no leader" in v
+                else "one voter change at a time" if "voter set changed" in v
+                else "a majority caught up"
+            )  # fmt: skip
+            out.append(f"quorum_watch [{rule}] {v} ({self.where(t)})")
+        for v in operator_down(pods or [], 3, self.down + self.pods_down):
+            t = float(v.split(":", 1)[0].removeprefix("t="))
+            out.append(f"pod_watch [never a majority of pods down by the operator] {v} "
+                       f"({self.where(t)})")  # fmt: skip
         return out
 
     def target(self, f: Fault, s: Seen) -> int:
@@ -81,7 +110,9 @@ class K8sNemesis:
         others = sorted(k[0] for k in before.voters if k[0] != victim)
         old_dir = next(k[1] for k in before.voters if k[0] == victim)
         t0, start_ns = time.monotonic(), time.time_ns()
+        self.mark(f"{f} on quorum-{victim}")
         took = self._inject(f, victim, others)
+        self.mark(f"{f} on quorum-{victim}: healed")
         self.faults.record(f"{f} on quorum-{victim}", start_ns)
         healed_wall, healed_t = time.time() * 1000, time.monotonic()
         for o in took:
@@ -89,8 +120,12 @@ class K8sNemesis:
         s = wait_for(
             lambda: self.whole_since(healed_wall, healed_t),
             HEAL_S * (2 if f.kind in SLOW else 1),
-            f"{f} on quorum-{victim}: the quorum whole again",
+            f"{f} on quorum-{victim}: the quorum whole again (3 voters, each caught up since the "
+            f"heal); the watcher's latest answer: {self.watcher.latest()}",
         )
+        self.mark(f"{f} on quorum-{victim}: whole again")
+        if f.kind in ("agents", "apiserver", "reboot"):  # every pod's readiness in doubt
+            self.pods_down += [Down(o, t0, s.t, f.kind) for o in range(3)]
         if 2 * len(took) > 3:  # the nemesis itself took a majority down: no leader meanwhile
             self.majority_down.append((t0, s.t))
         for i in range(len(self.down) - len(took), len(self.down)):
@@ -114,6 +149,9 @@ class K8sNemesis:
         """Apply `f`, hold it, heal it; returns the voters it took down (a partition: each
         side may see the other as down)."""
         fx = self.faults
+        if f.kind in OPERATOR_WORK:
+            self.work.run(f, victim)  # records its own windows (self.down)
+            return []
         if f.kind in NETWORK:
             if f.kind == "bridge":
                 fx.drop(others[0], others[1])
@@ -165,6 +203,7 @@ def estimate_s(plan: list[list[Fault]]) -> float:
     """How long the schedules take (the client's duration): hold, heal and calm, and the slow
     kinds' recoveries as measured here."""
     extra = {"apiserver": 25.0, "agents": 20.0, "reboot": 60.0, "pvc-lost": 60.0}
+    extra |= {"operator-cut": 60.0, "scale": 120.0, "roll": 60.0}
     return sum(f.hold + 12.0 + extra.get(f.kind, 0.0) for s in plan for f in s)
 
 
