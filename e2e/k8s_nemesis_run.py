@@ -51,6 +51,7 @@ class K8sNemesis:
         self.down: list[Down] = []
         self.injected: dict[str, int] = {}
         self.heal_times: list[float] = []
+        self.heals: list[tuple[float, str]] = []  # (heal time, which fault)
         self.majority_down: list[tuple[float, float]] = []  # windows with no majority up
         # pods the nemesis made not Ready (the node agents' and the API server's faults: all)
         self.pods_down: list[Down] = []
@@ -67,6 +68,18 @@ class K8sNemesis:
             return "before the first fault"
         a, w = before[-1]
         return f"{t - a:.1f} s after '{w}'"
+
+    def longest_leaderless(self, seen: list[Seen]) -> str:
+        """The longest stretch with no answering leader, and what the nemesis was doing."""
+        best, at, start = 0.0, 0.0, None
+        for x in seen:
+            if x.leader < 0:
+                start = x.t if start is None else start
+                if x.t - start > best:
+                    best, at = x.t - start, start
+            else:
+                start = None
+        return f"{best:.1f} s" + (f" ({self.where(at)})" if best else "")
 
     def violations(
         self, seen: list[Seen], pods: list[tuple[float, frozenset[int]]] | None = None
@@ -132,6 +145,7 @@ class K8sNemesis:
             d = self.down[i]
             self.down[i] = Down(d.node, d.start, s.t, d.kind)
         self.heal_times.append(s.t - healed_t)
+        self.heals.append((s.t - healed_t, f"{f} on quorum-{victim}"))
         self.injected[f.kind] = self.injected.get(f.kind, 0) + 1
         if f.kind in ("apiserver", "reboot", "pvc-lost"):
             # the operator resumed (a lost disk: replaced the voter): status and quorum agree

@@ -99,7 +99,8 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
         f"k8s nemesis: {rerun}: {SCHEDULES} schedules in {total:.0f} s, faults {nemesis.injected}, "
         f"client ops {ops}, porcupine {verdict.get('result')} "
         f"({verdict.get('operations')} ops), ledger {len(violations)} violations, "
-        f"longest heal {max(nemesis.heal_times, default=0):.1f} s"
+        f"longest heal {max(nemesis.heals, default=(0.0, '-'))}, "
+        f"longest leaderless stretch {nemesis.longest_leaderless(seen)}"
     )
     TIMINGS[f"k8s nemesis: {SCHEDULES} schedules (s)"] = total
     TIMINGS["k8s nemesis: longest heal after a fault (s)"] = max(nemesis.heal_times, default=0)
