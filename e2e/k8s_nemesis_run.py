@@ -81,6 +81,14 @@ class K8sNemesis:
                 start = None
         return f"{best:.1f} s" + (f" ({self.where(at)})" if best else "")
 
+    def watcher_gaps(self, seen: list[Seen]) -> str:
+        """How often the watcher answered: a starved test process shows as long gaps."""
+        gaps = [(b.t - a.t, a.t) for a, b in zip(seen, seen[1:], strict=False)]
+        if not gaps:
+            return "no answers"
+        gap, at = max(gaps)
+        return f"{len(seen)} answers, the longest gap {gap:.1f} s ({self.where(at)})"
+
     def violations(
         self, seen: list[Seen], pods: list[tuple[float, frozenset[int]]] | None = None
     ) -> list[str]:

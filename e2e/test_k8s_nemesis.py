@@ -100,7 +100,8 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
         f"client ops {ops}, porcupine {verdict.get('result')} "
         f"({verdict.get('operations')} ops), ledger {len(violations)} violations, "
         f"longest heal {max(nemesis.heals, default=(0.0, '-'))}, "
-        f"longest leaderless stretch {nemesis.longest_leaderless(seen)}"
+        f"longest leaderless stretch {nemesis.longest_leaderless(seen)}, "
+        f"watcher {nemesis.watcher_gaps(seen)}"
     )
     TIMINGS[f"k8s nemesis: {SCHEDULES} schedules (s)"] = total
     TIMINGS["k8s nemesis: longest heal after a fault (s)"] = max(nemesis.heal_times, default=0)
