@@ -17,6 +17,7 @@ the quorum whole again.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -83,7 +84,7 @@ class K8sNemesis:
 
     def watcher_gaps(self, seen: list[Seen]) -> str:
         """How often the watcher answered: a starved test process shows as long gaps."""
-        gaps = [(b.t - a.t, a.t) for a, b in zip(seen, seen[1:], strict=False)]
+        gaps = [(b.t - a.t, a.t) for a, b in itertools.pairwise(seen)]
         if not gaps:
             return "no answers"
         gap, at = max(gaps)
