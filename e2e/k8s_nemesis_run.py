@@ -90,6 +90,24 @@ class K8sNemesis:
         gap, at = max(gaps)
         return f"{len(seen)} answers, the longest gap {gap:.1f} s ({self.where(at)})"
 
+    def voter_changes(self, seen: list[Seen]) -> list[str]:
+        """Each voter change the watcher saw: when, after what, how long until the HW passed
+        the LEO of its first sighting (the old 'seen committed' bound), and until the next."""
+        out: list[str] = []
+        changes = [
+            (i, b) for i, (a, b) in enumerate(itertools.pairwise(seen), 1)
+            if a.leader >= 0 and b.leader >= 0 and a.voters != b.voters
+        ]  # fmt: skip
+        for n, (i, b) in enumerate(changes):
+            nxt = changes[n + 1][1].t if n + 1 < len(changes) else None
+            done = next((x.t for x in seen[i:] if x.hw >= b.leo and x.epoch == b.epoch), None)
+            out.append(
+                f"{len(b.voters)} voters at {b.t:.1f} ({self.where(b.t)}): hw past its first "
+                f"LEO after {'-' if done is None else f'{done - b.t:.1f} s'}, next change "
+                f"after {'-' if nxt is None else f'{nxt - b.t:.1f} s'}"
+            )
+        return out
+
     def violations(
         self, seen: list[Seen], pods: list[tuple[float, frozenset[int]]] | None = None
     ) -> list[str]:

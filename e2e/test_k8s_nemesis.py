@@ -103,6 +103,8 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
         f"longest leaderless stretch {nemesis.longest_leaderless(seen)}, "
         f"watcher {nemesis.watcher_gaps(seen)}"
     )
+    for line in nemesis.voter_changes(seen):
+        print(f"k8s nemesis voter change: {line}")
     TIMINGS[f"k8s nemesis: {SCHEDULES} schedules (s)"] = total
     TIMINGS["k8s nemesis: longest heal after a fault (s)"] = max(nemesis.heal_times, default=0)
     # each message's first line (pytest's summary line in CI's output) names the seeds, the
