@@ -95,11 +95,12 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
     total = time.monotonic() - t_start
     verdict = porcupine(tmp_path, nemesis.faults.log)
     violations = ledger_violations(cluster, ns, tmp_path / "history.jsonl")
+    heal, heal_of = max(nemesis.heals, default=(0.0, "-"))
     print(
         f"k8s nemesis: {rerun}: {SCHEDULES} schedules in {total:.0f} s, faults {nemesis.injected}, "
         f"client ops {ops}, porcupine {verdict.get('result')} "
         f"({verdict.get('operations')} ops), ledger {len(violations)} violations, "
-        f"longest heal {max(nemesis.heals, default=(0.0, '-'))}, "
+        f"longest heal {heal:.1f} s ({heal_of}), "
         f"longest leaderless stretch {nemesis.longest_leaderless(seen)}, "
         f"watcher {nemesis.watcher_gaps(seen)}"
     )
