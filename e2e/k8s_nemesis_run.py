@@ -90,6 +90,39 @@ class K8sNemesis:
         gap, at = max(gaps)
         return f"{len(seen)} answers, the longest gap {gap:.1f} s ({self.where(at)})"
 
+    def margins(self, seen: list[Seen]) -> str:
+        """How close the run came to quorum_watch.check's bounds: the longest a new epoch's
+        leader took (from its first answer) to show a majority caught up (bound 3 s, unless
+        the nemesis took the others down), and the longest leaderless stretch outside the
+        windows in which the nemesis took a majority down (bound 20 s)."""
+        epoch, first, worst, worst_at = -1, 0.0, 0.0, 0.0
+        majority = True
+        for x in seen:
+            if x.leader < 0:
+                continue
+            if x.epoch != epoch:
+                epoch, first, majority = x.epoch, x.t, False
+            if not majority and 2 * len(x.up & x.voters) > len(x.voters):
+                majority = True
+                if x.t - first > worst:
+                    worst, worst_at = x.t - first, first
+        gap, gap_at, start = 0.0, 0.0, None
+        for x in seen:
+            if x.leader >= 0:
+                start = None
+                continue
+            if any(a <= x.t <= b + 20 for a, b in self.majority_down):
+                start = None
+                continue
+            start = x.t if start is None else start
+            if x.t - start > gap:
+                gap, gap_at = x.t - start, start
+        return (
+            f"a new leader's majority caught up after at most {worst:.1f} s "
+            f"({self.where(worst_at)}); leaderless at most {gap:.1f} s outside the nemesis's "
+            f"majority-down windows ({self.where(gap_at)})"
+        )
+
     def voter_changes(self, seen: list[Seen]) -> list[str]:
         """Each voter change the watcher saw: when, after what, how long until the HW passed
         the LEO of its first sighting (the old 'seen committed' bound), and until the next."""

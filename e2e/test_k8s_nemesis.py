@@ -104,6 +104,7 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
         f"longest leaderless stretch {nemesis.longest_leaderless(seen)}, "
         f"watcher {nemesis.watcher_gaps(seen)}"
     )
+    print(f"k8s nemesis margins: {nemesis.margins(seen)}")
     for line in nemesis.voter_changes(seen):
         print(f"k8s nemesis voter change: {line}")
     TIMINGS[f"k8s nemesis: {SCHEDULES} schedules (s)"] = total
