@@ -106,17 +106,12 @@ class K8sNemesis:
                 majority = True
                 if x.t - first > worst:
                     worst, worst_at = x.t - first, first
-        gap, gap_at, start = 0.0, 0.0, None
-        for x in seen:
+        gap, gap_at, last = 0.0, 0.0, seen[0].t if seen else 0.0
+        for x in seen:  # as check measures it: from the last answer with a leader
             if x.leader >= 0:
-                start = None
-                continue
-            if any(a <= x.t <= b + 20 for a, b in self.majority_down):
-                start = None
-                continue
-            start = x.t if start is None else start
-            if x.t - start > gap:
-                gap, gap_at = x.t - start, start
+                last = x.t
+            elif not any(a <= x.t <= b + 20 for a, b in self.majority_down) and x.t - last > gap:
+                gap, gap_at = x.t - last, last
         return (
             f"a new leader's majority caught up after at most {worst:.1f} s "
             f"({self.where(worst_at)}); leaderless at most {gap:.1f} s outside the nemesis's "
