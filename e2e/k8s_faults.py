@@ -9,7 +9,7 @@ heals them:
   `DROP` to / from every quorum pod's IP (the API server, reached through the service IP and
   kube-proxy's rules in the node's namespace, stays reachable);
 - freeze / thaw: `ctr tasks pause / resume` of the node container's task (containerd freezes
-  its cgroup: the cgroup freezer);
+  its cgroup: the cgroup freezer), the pause asked again when runc gave up on it under load;
 - kill: SIGKILL to the container's process (`Cluster.kill_container`);
 - agents stopped / started: kube-apiserver, the kubelet or containerd SIGTERMed by its pid
   file, and started again later with the same command line, log and pid file (the cluster's
@@ -37,6 +37,7 @@ from harness import OPERATOR_NS, Cluster, wait_for
 from procs import stop_pid
 
 APISERVER = "kube-apiserver"
+FREEZE_TRIES = 10  # runc's freeze gives up under load (see PodFaults.freeze)
 
 
 class PodFaults:
@@ -127,7 +128,17 @@ class PodFaults:
         self.cut.clear()
 
     def freeze(self, o: int) -> None:
-        self.cluster.containerd.ctr("tasks", "pause", self.container_id(o))
+        """Pause the node container's task. runc gives up ("unable to freeze") when the
+        cgroup does not reach FROZEN in its time, as happens under load while the node is in
+        an fsync (uninterruptible): it thaws the cgroup back and the freeze is asked again."""
+        cid = self.container_id(o)
+        for attempt in range(FREEZE_TRIES):
+            done = self.cluster.containerd.ctr("tasks", "pause", cid, check=False)
+            if done.returncode == 0:
+                break
+            if attempt == FREEZE_TRIES - 1 or "unable to freeze" not in done.stderr:
+                raise RuntimeError(f"ctr tasks pause {cid[:12]}: {done.stderr.strip()}")
+            time.sleep(0.2)
         self.frozen.add(o)
 
     def thaw(self, o: int) -> None:
