@@ -60,12 +60,34 @@ class PodFaults:
         return str(self._pod(o).status.pod_ip)
 
     def container_id(self, o: int) -> str:
-        statuses = self._pod(o).status.container_statuses or []
-        (cid,) = [c.container_id for c in statuses if c.name == "node"]
-        return str(cid).split("://", 1)[1]
+        """The node container's id once the pod's status names one with a live task: the
+        kubelet reports a restarted container late under load (the status still naming the
+        killed one, `ctr tasks pause` failed with "not found" in the campaign)."""
+
+        def running() -> str | None:
+            statuses = self._pod(o).status.container_statuses or []
+            (cid,) = [c.container_id for c in statuses if c.name == "node"]
+            if not cid:
+                return None
+            cid = str(cid).split("://", 1)[1]
+            rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]
+            live = ("RUNNING", "PAUSED", "PAUSING")  # a frozen one is thawed by this id
+            ok = any(r.split()[0] == cid and r.split()[-1] in live for r in rows if r.split())
+            return cid if ok else None
+
+        return str(wait_for(running, 120, f"{self.sts}-{o}'s node container running"))
 
     def pid(self, o: int) -> int:
         return self.task_pid(self.container_id(o), f"{self.sts}-{o}")
+
+    def restarts(self, o: int) -> int:
+        return self.cluster.restarts(self.ns, f"{self.sts}-{o}", "node")
+
+    def restarted(self, o: int, before: int) -> None:
+        """Wait until the kubelet restarted the node container (its restartCount above
+        `before`): a heal is judged from then, not from the kill, since a fetch the killed
+        process sent before dying can still reach the leader after the kill."""
+        wait_for(lambda: self.restarts(o) > before, 120, f"{self.sts}-{o} restarted")
 
     def task_pid(self, cid: str, pod: str) -> int:
         rows = self.cluster.containerd.ctr("tasks", "ls").stdout.splitlines()[1:]

@@ -234,13 +234,17 @@ class K8sNemesis:
             time.sleep(f.hold)
             fx.thaw(victim)
         elif f.kind == "kill":
+            before = fx.restarts(victim)
             fx.kill(victim)
+            fx.restarted(victim, before)
         elif f.kind == "apiserver":
             pid = fx.pid(victim)  # resolved while the API answers
+            before = fx.restarts(victim)
             fx.agent_stop(APISERVER)
             os.kill(pid, signal.SIGKILL)
             time.sleep(f.hold)
             fx.agent_start(APISERVER)
+            fx.restarted(victim, before)
         elif f.kind == "agents":  # kubelet + containerd restarted under running pods
             fx.agent_stop("kubelet")
             fx.agent_stop("containerd")
