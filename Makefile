@@ -155,9 +155,12 @@ soak: setup
 	$(BIN)/python -m tests.soak.run --seconds $(SOAK_SECONDS) --rate $(SOAK_RATE) --out $(SOAK_OUT)
 
 # The Kubernetes nemesis for longer (issue 33, docs/k8s-nemesis.md; not in make test, whose e2e
-# tier runs 10 schedules): E2E_K8S_NEMESIS_SCHEDULES seeded schedules of pod partitions, frozen
-# containers, kill -9 and API server outages (30-90 s) on the real-kubelet target, checked by
-# porcupine, the ledger and the operator's invariants. E2E_K8S_NEMESIS_SEED=S re-runs a seed.
+# tier runs 10 schedules): E2E_K8S_NEMESIS_SCHEDULES seeded schedules of two faults each (pod
+# partitions, frozen containers, kill -9, API server outages of 30-90 s, node agents restarted, a
+# node reboot, a lost PVC, and the operator's own work under a fault: its pod cut from the quorum
+# during a roll, a scale 3->5->3, a roll) on the real-kubelet target, checked by porcupine, the
+# ledger and the operator's invariants; then the broken node and the broken operator. ~60-90 s
+# a schedule. E2E_K8S_NEMESIS_SEED=S re-runs a seed.
 E2E_K8S_NEMESIS_SCHEDULES ?= 50
 .PHONY: e2e-nemesis-k8s
 e2e-nemesis-k8s: setup

@@ -53,8 +53,8 @@ _execute = kube.Kube.execute
 _also: dict = {}
 
 
-def _plan_two(desired, observed, quorum, progress):
-    action = _plan(desired, observed, quorum, progress)
+def _plan_two(desired, observed, quorum, *rest):
+    action = _plan(desired, observed, quorum, *rest)
     if isinstance(action, DeletePod) and quorum is not None:
         others = [
             p.name

@@ -21,6 +21,16 @@ every kind at least once. Kinds (applied by k8s_faults.py on the real-kubelet ta
   and recreate every pod's sandbox (new pod IPs);
 - `pvc-lost`: the target's PVC and pod deleted while another voter is frozen for `hold`
   seconds (no majority meanwhile); the operator replaces the voter (a new directory id).
+The operator's own work under a fault (`LONG_KINDS`, `make e2e-nemesis-k8s` only: each takes a
+minute or more):
+- `operator-cut`: the operator's pod cut from every quorum pod (iptables in its own network
+  namespace, both ways), a roll asked for (a spec change: the node's CPU request) and the
+  target's container killed, all during `hold`; the operator sees the pods through the API but
+  cannot ask the quorum, so it must not delete a pod until the cut heals, then roll one at a time;
+- `scale`: the target frozen, and once the leader sees it lagging, spec.replicas 3 -> 5 asked for;
+  thawed after `hold`; once five voters settled, a follower killed and 5 -> 3 asked for at once;
+- `roll`: the target frozen, and once the leader sees it lagging, a roll asked for (a spec
+  change); thawed after `hold`: the operator must not delete another pod meanwhile.
 Targets are named by role (`leader`, or the `pick`-th follower in id order), resolved against
 the live quorum when the fault starts, so a seed means the same schedule on every run.
 
@@ -36,7 +46,11 @@ from dataclasses import dataclass
 KINDS = (
     "isolate", "freeze", "one-way", "kill", "bridge", "apiserver", "agents", "reboot", "pvc-lost",
 )  # fmt: skip
-SLOW = frozenset({"apiserver", "reboot", "pvc-lost"})  # at most one of these a schedule
+# with the operator's own work: make e2e-nemesis-k8s (E2E_K8S_NEMESIS_LONG=1) only
+LONG_KINDS = (*KINDS, "operator-cut", "scale", "roll")
+OPERATOR_WORK = frozenset({"operator-cut", "scale", "roll"})
+# at most one of these a schedule
+SLOW = frozenset({"apiserver", "reboot", "pvc-lost"}) | OPERATOR_WORK
 NETWORK = frozenset({"isolate", "bridge", "one-way"})
 
 
@@ -56,21 +70,26 @@ def draw(rng: random.Random, kind: str, apiserver_s: tuple[float, float]) -> Fau
     role = "leader" if rng.random() < 0.5 else "follower"
     pick = rng.randrange(2)
     if kind == "apiserver":
-        hold = round(rng.uniform(*apiserver_s))
+        hold: float = round(rng.uniform(*apiserver_s))
+    elif kind in OPERATOR_WORK:  # long enough for the leader to see the fault and the operator
+        hold = round(rng.uniform(8.0, 14.0), 1)  # to be asked while it holds
     else:
         hold = round(rng.uniform(2.0, 6.0), 1)
     return Fault(kind, role, pick if role == "follower" else 0, hold)
 
 
 def schedule(
-    seed: int, faults: int = 2, apiserver_s: tuple[float, float] = (30.0, 40.0)
+    seed: int,
+    faults: int = 2,
+    apiserver_s: tuple[float, float] = (30.0, 40.0),
+    kinds_from: tuple[str, ...] = KINDS,
 ) -> list[Fault]:
-    """`faults` faults; the first of kind KINDS[seed % len(KINDS)], the others drawn (at most
-    one of the slow kinds a schedule)."""
+    """`faults` faults; the first of kind kinds_from[seed % len(kinds_from)], the others drawn
+    (at most one of the slow kinds a schedule)."""
     rng = random.Random(seed)
-    kinds = [KINDS[seed % len(KINDS)]]
+    kinds = [kinds_from[seed % len(kinds_from)]]
     while len(kinds) < faults:
-        k = rng.choice(KINDS)
+        k = rng.choice(kinds_from)
         if k in SLOW and SLOW & set(kinds):
             continue
         kinds.append(k)

@@ -17,6 +17,7 @@ the quorum whole again.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -28,7 +29,9 @@ from typing import Any
 
 from harness import ROOT, Cluster, wait_for
 from k8s_faults import APISERVER, PodFaults
-from k8s_nemesis import NETWORK, SLOW, Fault
+from k8s_nemesis import NETWORK, OPERATOR_WORK, SLOW, Fault
+from k8s_operator_work import OperatorWork
+from pod_watch import operator_down
 from quorum_watch import Fault as Down
 from quorum_watch import Seen, Watcher, check
 from quorums import describe, hosts, settled, whole
@@ -49,18 +52,112 @@ class K8sNemesis:
         self.down: list[Down] = []
         self.injected: dict[str, int] = {}
         self.heal_times: list[float] = []
+        self.heals: list[tuple[float, str]] = []  # (heal time, which fault)
         self.majority_down: list[tuple[float, float]] = []  # windows with no majority up
+        # pods the nemesis made not Ready (the node agents' and the API server's faults: all)
+        self.pods_down: list[Down] = []
+        self.timeline: list[tuple[float, str]] = []  # (monotonic, what): for the messages
+        self.work = OperatorWork(cluster, ns, watcher, self.faults, self.down, self.mark)
 
-    def violations(self, seen: list[Seen]) -> list[str]:
+    def mark(self, what: str) -> None:
+        self.timeline.append((time.monotonic(), what))
+
+    def where(self, t: float) -> str:
+        """What the nemesis was doing at `t` (the last mark before it, and how long before)."""
+        before = [(a, w) for a, w in self.timeline if a <= t]
+        if not before:
+            return "before the first fault"
+        a, w = before[-1]
+        return f"{t - a:.1f} s after '{w}'"
+
+    def longest_leaderless(self, seen: list[Seen]) -> str:
+        """The longest stretch with no answering leader, and what the nemesis was doing."""
+        best, at, start = 0.0, 0.0, None
+        for x in seen:
+            if x.leader < 0:
+                start = x.t if start is None else start
+                if x.t - start > best:
+                    best, at = x.t - start, start
+            else:
+                start = None
+        return f"{best:.1f} s" + (f" ({self.where(at)})" if best else "")
+
+    def watcher_gaps(self, seen: list[Seen]) -> str:
+        """How often the watcher answered: a starved test process shows as long gaps."""
+        gaps = [(b.t - a.t, a.t) for a, b in itertools.pairwise(seen)]
+        if not gaps:
+            return "no answers"
+        gap, at = max(gaps)
+        return f"{len(seen)} answers, the longest gap {gap:.1f} s ({self.where(at)})"
+
+    def margins(self, seen: list[Seen]) -> str:
+        """How close the run came to quorum_watch.check's bounds: the longest a new epoch's
+        leader took (from its first answer) to show a majority caught up (bound 3 s, unless
+        the nemesis took the others down), and the longest leaderless stretch outside the
+        windows in which the nemesis took a majority down (bound 20 s)."""
+        epoch, first, worst, worst_at = -1, 0.0, 0.0, 0.0
+        majority = True
+        for x in seen:
+            if x.leader < 0:
+                continue
+            if x.epoch != epoch:
+                epoch, first, majority = x.epoch, x.t, False
+            if not majority and 2 * len(x.up & x.voters) > len(x.voters):
+                majority = True
+                if x.t - first > worst:
+                    worst, worst_at = x.t - first, first
+        gap, gap_at, last = 0.0, 0.0, seen[0].t if seen else 0.0
+        for x in seen:  # as check measures it: from the last answer with a leader
+            if x.leader >= 0:
+                last = x.t
+            elif not any(a <= x.t <= b + 20 for a, b in self.majority_down) and x.t - last > gap:
+                gap, gap_at = x.t - last, last
+        return (
+            f"a new leader's majority caught up after at most {worst:.1f} s "
+            f"({self.where(worst_at)}); leaderless at most {gap:.1f} s outside the nemesis's "
+            f"majority-down windows ({self.where(gap_at)})"
+        )
+
+    def voter_changes(self, seen: list[Seen]) -> list[str]:
+        """Each voter change the watcher saw: when, after what, how long until the HW passed
+        the LEO of its first sighting (the old 'seen committed' bound), and until the next."""
+        out: list[str] = []
+        changes = [
+            (i, b) for i, (a, b) in enumerate(itertools.pairwise(seen), 1)
+            if a.leader >= 0 and b.leader >= 0 and a.voters != b.voters
+        ]  # fmt: skip
+        for n, (i, b) in enumerate(changes):
+            nxt = changes[n + 1][1].t if n + 1 < len(changes) else None
+            done = next((x.t for x in seen[i:] if x.hw >= b.leo and x.epoch == b.epoch), None)
+            out.append(
+                f"{len(b.voters)} voters at {b.t:.1f} ({self.where(b.t)}): hw past its first "
+                f"LEO after {'-' if done is None else f'{done - b.t:.1f} s'}, next change "
+                f"after {'-' if nxt is None else f'{nxt - b.t:.1f} s'}"
+            )
+        return out
+
+    def violations(
+        self, seen: list[Seen], pods: list[tuple[float, frozenset[int]]] | None = None
+    ) -> list[str]:
         """quorum_watch.check, but a leaderless stretch inside a window in which the nemesis
         itself took a majority down (a reboot, a lost PVC under a frozen voter) is no
-        violation of the operator's."""
+        violation of the operator's; and pod_watch.operator_down on the pods' readiness. Each
+        names its invariant and what the nemesis was doing then."""
         out = []
         for v in check(seen, self.down):
             t = float(v.split(":", 1)[0].removeprefix("t="))
             if "no leader" in v and any(a <= t <= b + 20 for a, b in self.majority_down):
                 continue
-            out.append(v)
+            rule = (
+                "leaderless over 20 s" if "no leader" in v
+                else "one voter change at a time" if "voter set changed" in v
+                else "a majority caught up"
+            )  # fmt: skip
+            out.append(f"quorum_watch [{rule}] {v} ({self.where(t)})")
+        for v in operator_down(pods or [], 3, self.down + self.pods_down):
+            t = float(v.split(":", 1)[0].removeprefix("t="))
+            out.append(f"pod_watch [never a majority of pods down by the operator] {v} "
+                       f"({self.where(t)})")  # fmt: skip
         return out
 
     def target(self, f: Fault, s: Seen) -> int:
@@ -81,7 +178,9 @@ class K8sNemesis:
         others = sorted(k[0] for k in before.voters if k[0] != victim)
         old_dir = next(k[1] for k in before.voters if k[0] == victim)
         t0, start_ns = time.monotonic(), time.time_ns()
+        self.mark(f"{f} on quorum-{victim}")
         took = self._inject(f, victim, others)
+        self.mark(f"{f} on quorum-{victim}: healed")
         self.faults.record(f"{f} on quorum-{victim}", start_ns)
         healed_wall, healed_t = time.time() * 1000, time.monotonic()
         for o in took:
@@ -89,14 +188,19 @@ class K8sNemesis:
         s = wait_for(
             lambda: self.whole_since(healed_wall, healed_t),
             HEAL_S * (2 if f.kind in SLOW else 1),
-            f"{f} on quorum-{victim}: the quorum whole again",
+            f"{f} on quorum-{victim}: the quorum whole again (3 voters, each caught up since the "
+            f"heal); the watcher's latest answer: {self.watcher.latest()}",
         )
+        self.mark(f"{f} on quorum-{victim}: whole again")
+        if f.kind in ("agents", "apiserver", "reboot"):  # every pod's readiness in doubt
+            self.pods_down += [Down(o, t0, s.t, f.kind) for o in range(3)]
         if 2 * len(took) > 3:  # the nemesis itself took a majority down: no leader meanwhile
             self.majority_down.append((t0, s.t))
         for i in range(len(self.down) - len(took), len(self.down)):
             d = self.down[i]
             self.down[i] = Down(d.node, d.start, s.t, d.kind)
         self.heal_times.append(s.t - healed_t)
+        self.heals.append((s.t - healed_t, f"{f} on quorum-{victim}"))
         self.injected[f.kind] = self.injected.get(f.kind, 0) + 1
         if f.kind in ("apiserver", "reboot", "pvc-lost"):
             # the operator resumed (a lost disk: replaced the voter): status and quorum agree
@@ -114,6 +218,9 @@ class K8sNemesis:
         """Apply `f`, hold it, heal it; returns the voters it took down (a partition: each
         side may see the other as down)."""
         fx = self.faults
+        if f.kind in OPERATOR_WORK:
+            self.work.run(f, victim)  # records its own windows (self.down)
+            return []
         if f.kind in NETWORK:
             if f.kind == "bridge":
                 fx.drop(others[0], others[1])
@@ -127,13 +234,17 @@ class K8sNemesis:
             time.sleep(f.hold)
             fx.thaw(victim)
         elif f.kind == "kill":
+            before = fx.restarts(victim)
             fx.kill(victim)
+            fx.restarted(victim, before)
         elif f.kind == "apiserver":
             pid = fx.pid(victim)  # resolved while the API answers
+            before = fx.restarts(victim)
             fx.agent_stop(APISERVER)
             os.kill(pid, signal.SIGKILL)
             time.sleep(f.hold)
             fx.agent_start(APISERVER)
+            fx.restarted(victim, before)
         elif f.kind == "agents":  # kubelet + containerd restarted under running pods
             fx.agent_stop("kubelet")
             fx.agent_stop("containerd")
@@ -165,6 +276,7 @@ def estimate_s(plan: list[list[Fault]]) -> float:
     """How long the schedules take (the client's duration): hold, heal and calm, and the slow
     kinds' recoveries as measured here."""
     extra = {"apiserver": 25.0, "agents": 20.0, "reboot": 60.0, "pvc-lost": 60.0}
+    extra |= {"operator-cut": 60.0, "scale": 120.0, "roll": 60.0}
     return sum(f.hold + 12.0 + extra.get(f.kind, 0.0) for s in plan for f in s)
 
 

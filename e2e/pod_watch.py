@@ -9,7 +9,12 @@ see this one: a leader cut off from a majority resigns within 1.5 x the fetch ti
 (check-quorum), before its DescribeQuorum shows the followers lagging, and the pods are back
 before a leaderless stretch reaches its bound.
 
-Invariant: `majority_down` is pure (a function of the records and the windows).
+`operator_down` is the same rule with the nemesis's faults per pod, as the nemesis runs record
+them (quorum_watch.Fault: a pod, a window): more than half the pods down while at least one of
+them was not taken down by the nemesis then (a pod turns Ready up to a readiness period after its
+node caught up again, hence `grace_s` after each window).
+
+Invariant: `majority_down` and `operator_down` are pure (functions of their arguments).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness import Cluster
+from quorum_watch import Fault
 
 
 @dataclass
@@ -75,4 +81,26 @@ def majority_down(
             out.append(f"t={t:.1f}: pods {sorted(down)} of {replicas} down at once")
         elif not bad:
             start = None
+    return out
+
+
+def operator_down(
+    records: Sequence[tuple[float, frozenset[int]]],
+    replicas: int,
+    taken: Sequence[Fault],
+    grace_s: float = 10.0,
+) -> list[str]:
+    """Each stretch with more than half of `replicas` pods down and one of them not in a
+    nemesis window (`taken`, each extended by `grace_s`), reported once."""
+    out: list[str] = []
+    inside = False
+    for t, down in records:
+        nemesis = {f.node for f in taken if f.start <= t <= f.end + grace_s}
+        bad = 2 * len(down) > replicas and not down <= nemesis
+        if bad and not inside:
+            out.append(
+                f"t={t:.1f}: pods {sorted(down)} of {replicas} down at once, the nemesis's: "
+                f"{sorted(nemesis & down)}"
+            )
+        inside = bad
     return out

@@ -12,9 +12,14 @@ violation of the operator's invariants (issue 16's nemesis):
   `epoch_grace_s` of an epoch: a new leader knows nothing of its followers until they fetch
   (Kafka's DescribeQuorum shows -1 for them);
 - leaderless: no stretch without an answering leader longer than `leaderless_bound_s`;
-- one change at a time: two consecutive voter sets differ by at most one member, and a voter
-  set is seen committed (a high watermark at or past the leader's log end offset of its first
-  sighting, the rule the operator's own `membership.advance` uses) before the next one appears.
+- one change at a time: two consecutive voter sets differ by at most one member, and no voter
+  set appears while the previous one is certainly uncommitted: its VotersRecord was appended
+  after the last answer that still showed the set before it, so at an offset at or past that
+  answer's log end offset L; the next set's first answer (same epoch) with a high watermark at
+  or below L proves the record uncommitted when the next one was appended (the HW only grows
+  within an epoch). The first sighting's LEO (the operator's own `membership.advance` bound) is
+  not used: under load the watcher sees a change late, its LEO well past the record (the
+  client appends all along), and a change the leader committed in time looked early.
 
 Caught up, as the leader sees it: the replica's last caught-up timestamp within `lag_ms` of
 the leader's own (Kafka's DescribeQuorum timestamps; the leader's own entry is "now").
@@ -98,8 +103,9 @@ def check(
     epoch, epoch_t = -1, 0.0
     last_leader_t: float | None = seen[0].t if seen else None
     prev: Seen | None = None
-    change_leo = -1  # the leader's LEO when the current voter set was first seen
-    committed = True
+    change_lo = -1  # the current voter set's record is at or past this offset
+    change_epoch = -1
+    best_hw = -1  # the highest HW seen in change_epoch since the change
     for s in seen:
         if s.leader < 0:
             if last_leader_t is not None and s.t - last_leader_t > leaderless_bound_s:
@@ -124,14 +130,15 @@ def check(
                     f"t={s.t:.1f}: voter set changed by {len(diff)} members at once: "
                     f"{sorted(prev.voters)} -> {sorted(s.voters)}"
                 )
-            if not committed:
+            if s.epoch == change_epoch and max(best_hw, s.hw) <= change_lo:
                 out.append(
                     f"t={s.t:.1f}: voter set changed to {sorted(s.voters)} before the previous "
-                    f"set {sorted(prev.voters)} was seen committed (hw never reached {change_leo})"
+                    f"set {sorted(prev.voters)} was committed (its record is at or past offset "
+                    f"{change_lo}; the hw is {s.hw} in epoch {s.epoch})"
                 )
-            change_leo, committed = s.leo, False
-        if not committed and s.hw >= change_leo:
-            committed = True
+            change_lo, change_epoch, best_hw = prev.leo, prev.epoch, -1
+        if s.epoch == change_epoch:
+            best_hw = max(best_hw, s.hw)
         prev = s
     return out
 

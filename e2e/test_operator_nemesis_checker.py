@@ -71,11 +71,20 @@ def test_two_members_changed_at_once_is_reported() -> None:
 def test_a_second_change_before_the_first_committed_is_reported() -> None:
     four = THREE | {D}
     five = four | {E}
-    bad = [s(0.0), s(0.1, four, leo=110, hw=100), s(0.2, five, leo=120, hw=105)]
+    # four's record is at or past 100 (the LEO of the last answer without it): hw 100 when
+    # five appears means it was not committed yet
+    bad = [s(0.0), s(0.1, four, leo=110, hw=100), s(0.2, five, leo=120, hw=100)]
     (v,) = check(bad)
-    assert "before the previous set" in v and "hw never reached 110" in v
+    assert "before the previous set" in v and "at or past offset 100; the hw is 100" in v
     ok = [s(0.0), s(0.1, four, leo=110, hw=100), s(0.15, four, hw=110), s(0.2, five, leo=120)]
     assert check(ok) == []
+    # seen late (its first answer's LEO 110 is past the record, the client appending all
+    # along) and committed in time (hw 105 > 100): no violation (the dev run of issue 33's
+    # scale 5 -> 3 reported one before, with hw 3,619 as the bound)
+    late = [s(0.0), s(0.1, four, leo=110, hw=104), s(0.2, five, leo=120, hw=105)]
+    assert check(late) == []
+    # a new epoch's leader may not know the HW yet: no verdict across epochs
+    assert check([s(0.0), s(0.1, four, leo=110), s(0.2, five, epoch=2, leo=120, hw=0)]) == []
 
 
 def test_a_long_leaderless_stretch_is_reported() -> None:

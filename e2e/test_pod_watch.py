@@ -25,3 +25,17 @@ def test_two_pods_down_at_once_is_reported_once_per_stretch() -> None:
 def test_the_nemesis_own_faults_are_excused() -> None:
     records = [(0.0, NONE), (1.0, TWO), (2.0, TWO), (9.0, TWO)]
     assert len(majority_down(records, 3, nemesis=[(0.5, 2.5)])) == 1
+
+
+def test_operator_down_excuses_only_the_pods_the_nemesis_took() -> None:
+    from pod_watch import operator_down
+    from quorum_watch import Fault
+
+    records = [(0.0, NONE), (1.0, TWO), (2.0, NONE), (30.0, TWO), (31.0, ONE)]
+    both_early = [Fault(1, 0.5, 1.5), Fault(2, 0.5, 1.5)]  # the first stretch only
+    assert [v.split(":")[0] for v in operator_down(records, 3, both_early)] == ["t=30.0"]
+    # pod 2 the nemesis's, pod 1 not: reported, once per stretch, the grace after a window kept
+    found = operator_down(records, 3, [Fault(2, 0.0, 40.0)])
+    assert len(found) == 2 and found[0].startswith("t=1.0: pods [1, 2] of 3 down")
+    assert operator_down(records, 3, [Fault(1, 0.0, 25.0), Fault(2, 0.0, 25.0)]) == []
+    assert len(operator_down(records, 3, [Fault(1, 0.0, 15.0), Fault(2, 0.0, 25.0)])) == 1
