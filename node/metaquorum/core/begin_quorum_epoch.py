@@ -8,7 +8,6 @@ changes state; one of the current or a newer epoch makes the receiver follow tha
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import discovery
@@ -26,6 +25,7 @@ from metaquorum.core.rpc_common import (
     validate_voter_only_request,
 )
 from metaquorum.core.states import LeaderState
+from metaquorum.core.value import replace
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import BeginQuorumEpochRequestData, BeginQuorumEpochResponseData
 

@@ -12,10 +12,10 @@ voters' fetches alone, as Kafka).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.states import LeaderState
+from metaquorum.core.value import replace
 
 if TYPE_CHECKING:
     from metaquorum.core.context import RaftContext

@@ -11,7 +11,6 @@ other partition gets UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.effects import SendResponse
@@ -19,6 +18,7 @@ from metaquorum.core.events import RequestReceived
 from metaquorum.core.high_watermark import ReplicaProgress
 from metaquorum.core.rpc_common import PARTITION, directory_uuid, quorum_partition
 from metaquorum.core.states import LeaderState
+from metaquorum.core.value import replace
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
 from metaquorum.protocol.types import Uuid

@@ -19,11 +19,11 @@ request is in flight at a time (Kafka's `findReadyBootstrapServer`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from metaquorum.core.local_replica import BootstrapNode
 from metaquorum.core.states import FollowerState, LeaderState
+from metaquorum.core.value import replace
 from metaquorum.core.voter_set import ListenerEndpoint
 from metaquorum.protocol.messages import FetchResponseData
 

@@ -9,7 +9,6 @@ older epoch is fenced.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import discovery
@@ -26,6 +25,7 @@ from metaquorum.core.rpc_common import (
     validate_voter_only_request,
 )
 from metaquorum.core.states import FollowerState, ResignedState
+from metaquorum.core.value import replace
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import EndQuorumEpochRequestData, EndQuorumEpochResponseData
 

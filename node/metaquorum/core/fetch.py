@@ -18,7 +18,6 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -41,6 +40,7 @@ from metaquorum.core.rpc_common import (
     validate_leader_only_request,
 )
 from metaquorum.core.states import FollowerState, LeaderState, UnattachedState
+from metaquorum.core.value import replace
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
 

@@ -13,7 +13,6 @@ follower's HW becomes at least its end offset.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import check_quorum
@@ -32,6 +31,7 @@ from metaquorum.core.rpc_common import (
     validate_leader_only_request,
 )
 from metaquorum.core.states import FollowerState
+from metaquorum.core.value import replace
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchSnapshotRequestData, FetchSnapshotResponseData
 

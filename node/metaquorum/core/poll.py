@@ -11,7 +11,6 @@ down never starts an election (a leader resigns and stays Resigned), as Kafka's 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import end_quorum_epoch, fetch, leader, vote
@@ -26,6 +25,7 @@ from metaquorum.core.states import (
     ResignedState,
     UnattachedState,
 )
+from metaquorum.core.value import replace
 from metaquorum.core.vote_tally import VoteTally
 
 NEVER = 2**62

@@ -16,7 +16,6 @@ kraft.version 1) answers REQUEST_TIMED_OUT, as Kafka does before the upgrade is 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core import discovery, kraft_upgrade
@@ -30,6 +29,7 @@ from metaquorum.core.rpc_common import (
     to_error,
 )
 from metaquorum.core.states import FollowerState, LeaderState
+from metaquorum.core.value import replace
 from metaquorum.core.voter_change import change_blocked, check_voter_request
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode
 from metaquorum.protocol.errors import Errors

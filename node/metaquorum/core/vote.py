@@ -21,7 +21,6 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from metaquorum.core.context import POLL_AGAIN, PollResult, random_election_timeout_ms
@@ -41,6 +40,7 @@ from metaquorum.core.rpc_common import (
     validate_voter_only_request,
 )
 from metaquorum.core.states import CandidateState, ProspectiveState, UnattachedState
+from metaquorum.core.value import replace
 from metaquorum.core.vote_tally import VoteTally
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import VoteRequestData, VoteResponseData

@@ -118,7 +118,10 @@ class VoterSet:
         return [ReplicaKey(i) for i in sorted(self.voter_ids)]
 
     def node(self, voter_id: int) -> VoterNode | None:
-        return next((n for n in self.nodes if n.key.id == voter_id), None)
+        for n in self.nodes:  # a loop, not next(genexpr): this runs several times per event
+            if n.key.id == voter_id:
+                return n
+        return None
 
     def key_of(self, voter_id: int) -> ReplicaKey:
         """A voter's key as this set names it (no directory id in a static set, or for an id

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import signal
 from collections.abc import Awaitable
@@ -27,6 +26,7 @@ from typing import Any
 from metaquorum.core import describe_quorum, discovery
 from metaquorum.core.log import LogEntry
 from metaquorum.core.states import state_summary
+from metaquorum.core.value import replace
 from metaquorum.net.tls import TlsContexts
 from metaquorum.net.wire import InboundRequest, UnsupportedApiVersions, encode_response
 from metaquorum.protocol.api_keys import ApiKeys
@@ -230,9 +230,9 @@ class NodeRuntime:
     @staticmethod
     def _set_records(message: FetchResponseData, records: bytes) -> FetchResponseData:
         topic = message.responses[0]
-        part = dataclasses.replace(topic.partitions[0], records=records)
-        topic = dataclasses.replace(topic, partitions=[part])
-        return dataclasses.replace(message, responses=[topic])
+        part = replace(topic.partitions[0], records=records)
+        topic = replace(topic, partitions=[part])
+        return replace(message, responses=[topic])
 
 
 def _encode_into(

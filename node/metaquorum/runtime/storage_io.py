@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, TypeVar
+from queue import SimpleQueue
+from typing import TypeVar
 
 from metaquorum.core.ids import OffsetAndEpoch, ReplicaKey
 from metaquorum.core.log import LogEntry, Snapshot
@@ -114,7 +115,12 @@ class StorageIO:
     """The one storage thread, fail-stop: the first operation that raises marks the storage
     failed, reports it once through `on_failure` (on the event loop), and every later operation
     is refused without touching the disk. A failed fsync is never retried, and `on_flushed` is
-    never called after a failure, so no offset is reported durable past it."""
+    never called after a failure, so no offset is reported durable past it.
+
+    The hop is cheap on the hot path (issue 28): jobs go through one `queue.SimpleQueue` to a
+    plain thread; appends and truncations carry no future (a failure is reported through
+    `on_failure`); a flush comes back as one `call_soon_threadsafe` of `on_flushed`, no task or
+    future. Only `submit`/`call` (election state, snapshots, reads) make a future."""
 
     def __init__(
         self,
@@ -123,72 +129,155 @@ class StorageIO:
         on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.storage = storage
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="metaquorum-storage")
+        self._jobs: SimpleQueue[Callable[[], object] | None] = SimpleQueue()
+        self._thread: threading.Thread | None = None  # started by the first job
+        self._closed = False
         self._on_flushed = on_flushed
         self._on_failure = on_failure
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_wanted = -1
-        self._flush_task: asyncio.Task[None] | None = None
+        self._flush_covers = -1  # `_flush_wanted` when the running flush was queued
+        self._flushing = False  # a flush job is queued or running
+        self._flush_done: asyncio.Future[None] | None = None  # for `close`
         self.fsyncs = 0
         self.failed: BaseException | None = None
 
-    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        loop = asyncio.get_running_loop()
-        return asyncio.wrap_future(self._pool.submit(self._guard, fn, loop))
+    # --- the storage thread -------------------------------------------------------------------
+    def _put(self, job: Callable[[], object] | None) -> None:
+        if self._closed:
+            raise RuntimeError("the storage thread is closed")
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._work, name="metaquorum-storage", daemon=True
+            )
+            self._thread.start()
+        self._jobs.put(job)
 
-    def post(self, fn: Callable[[], T]) -> None:
-        """`submit` without a result (appends, truncations): a failure is reported through
-        `on_failure`, never left in an unread future."""
-        self.submit(fn).add_done_callback(_retrieve)
+    def _work(self) -> None:
+        jobs = self._jobs
+        while (job := jobs.get()) is not None:
+            job()
 
-    def _guard(self, fn: Callable[[], T], loop: asyncio.AbstractEventLoop) -> T:
+    def _run_guarded(self, fn: Callable[[], T]) -> T:
+        """On the storage thread: refuse after a failure; the first failure is kept and
+        reported to the loop once."""
         if self.failed is not None:
             raise StorageStoppedError(f"storage stopped after: {self.failed}")
         try:
             return fn()
         except BaseException as e:  # a storage failure must stop the node, not be lost
             self.failed = e
-            if self._on_failure is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(self._on_failure, e)
+            if self._on_failure is not None and self._loop is not None:
+                _to_loop(self._loop, self._on_failure, e)
             raise
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
+    # --- jobs from the loop ----------------------------------------------------------------
+    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        return self._submit(partial(self._run_guarded, fn))
+
+    def _submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        loop = self._bind_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+
+        def job() -> None:
+            try:
+                result = fn()
+            except BaseException as e:
+                _to_loop(loop, _settle, fut, None, e)
+                return
+            _to_loop(loop, _settle, fut, result, None)
+
+        self._put(job)
+        return fut
+
+    def post(self, fn: Callable[[], object]) -> None:
+        """`submit` without a result (appends, truncations): a failure is reported through
+        `on_failure`, never left in an unread future."""
+        self._bind_loop()
+        self._put(partial(self._post_job, fn))
+
+    def _post_job(self, fn: Callable[[], object]) -> None:
+        try:
+            self._run_guarded(fn)
+        except BaseException:  # reported once by `_run_guarded`, through `on_failure`
+            return
 
     async def call(self, fn: Callable[[], T]) -> T:
         return await self.submit(fn)
 
     def request_flush(self, offset: int) -> None:
+        """Group commit: while one fsync is queued or running, later requests only raise the
+        wanted offset; when it reports, one more fsync covers everything submitted since."""
         self._flush_wanted = max(self._flush_wanted, offset)
-        if self.failed is None and (self._flush_task is None or self._flush_task.done()):
-            self._flush_task = asyncio.create_task(self._flush_loop())
+        if self.failed is None and not self._flushing:
+            self._queue_flush()
 
-    async def _flush_loop(self) -> None:
-        done = -1
-        while self._flush_wanted > done and self.failed is None:
-            wanted = self._flush_wanted
-            try:
-                flushed = await self.submit(self.storage.log.flush)
-            except BaseException:  # reported once by the guard; nothing is flushed past it
-                return
+    def _queue_flush(self) -> None:
+        loop = self._bind_loop()
+        self._flushing = True
+        self._flush_covers = self._flush_wanted
+        self._put(partial(self._flush_job, loop))
+
+    def _flush_job(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            flushed = self._run_guarded(self.storage.log.flush)
+        except BaseException:  # reported once by the guard; nothing is flushed past it
+            flushed = None
+        _to_loop(loop, self._flush_returned, flushed)
+
+    def _flush_returned(self, flushed: int | None) -> None:
+        """On the loop: report the durable offset, then fsync again if more was wanted."""
+        self._flushing = False
+        if flushed is not None:
             self.fsyncs += 1
-            done = max(wanted, flushed)
+            done = max(self._flush_covers, flushed)
             self._on_flushed(flushed)
+            if self._flush_wanted > done and self.failed is None:
+                self._queue_flush()
+        if not self._flushing and self._flush_done is not None:
+            if not self._flush_done.done():
+                self._flush_done.set_result(None)
+            self._flush_done = None
 
     async def close(self) -> None:
-        if self._flush_task is not None:
+        if self._flushing:
+            self._flush_done = asyncio.get_running_loop().create_future()
             try:
-                await asyncio.wait_for(self._flush_task, 5)
+                await asyncio.wait_for(self._flush_done, 5)
             except BaseException:
                 log.warning("flush did not finish at shutdown")
         flush = self.failed is None
-        try:
-            await asyncio.get_running_loop().run_in_executor(
-                self._pool, partial(self.storage.close, flush=flush)
-            )
+        try:  # not refused after a failure: the files are closed, without a flush
+            await self._submit(partial(self.storage.close, flush=flush))
         except OSError as e:
             if flush:
                 raise
             log.warning("closing the storage after a failure: %s", e)
-        self._pool.shutdown(wait=True)
+        self._closed = True
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join(5)
 
 
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
+def _to_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: object) -> None:
+    """From the storage thread: run `fn(*args)` on the loop (dropped once the loop is closed)."""
+    if not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # closed between the check and the call
+            return
+
+
+def _settle(fut: asyncio.Future[T], result: T | None, error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)  # type: ignore[arg-type]
