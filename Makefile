@@ -31,7 +31,7 @@ help:
 	@echo "make containers  the node/operator images built without Docker, checked and run by runc/containerd (root)"
 	@echo "make nemesis     the long nemesis campaign (NEMESIS_RUNS x NEMESIS_SECONDS; not in make test)"
 	@echo "make e2e-long    the several-minute e2e scenarios (backup/restore, recovery, adoption, ...; not in make test)"
-	@echo "make e2e-nemesis-k8s the Kubernetes nemesis, E2E_K8S_NEMESIS_SCHEDULES (50) schedules (not in make test)"
+	@echo "make e2e-nemesis-k8s the Kubernetes nemesis, E2E_K8S_NEMESIS_RUNS (10) x SCHEDULES (10) schedules (not in make test)"
 	@echo "make e2e-nemesis the operator nemesis, E2E_NEMESIS_SEQUENCES (100) sequences (not in make test)"
 	@echo "make soak        hours of a TLS quorum under fixed load, sampled; fails on a trend (SOAK_SECONDS=3600)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
@@ -155,16 +155,21 @@ soak: setup
 	$(BIN)/python -m tests.soak.run --seconds $(SOAK_SECONDS) --rate $(SOAK_RATE) --out $(SOAK_OUT)
 
 # The Kubernetes nemesis for longer (issue 33, docs/k8s-nemesis.md; not in make test, whose e2e
-# tier runs 10 schedules): E2E_K8S_NEMESIS_SCHEDULES seeded schedules of two faults each (pod
+# tier runs 1 history of 10 schedules of one fault): E2E_K8S_NEMESIS_RUNS histories (each a fresh
+# quorum, client, porcupine check and ledger) of E2E_K8S_NEMESIS_SCHEDULES seeded schedules of
+# E2E_K8S_NEMESIS_FAULTS faults each (pod
 # partitions, frozen containers, kill -9, API server outages of 30-90 s, node agents restarted, a
 # node reboot, a lost PVC, and the operator's own work under a fault: its pod cut from the quorum
 # during a roll, a scale 3->5->3, a roll) on the real-kubelet target, checked by porcupine, the
-# ledger and the operator's invariants; then the broken node and the broken operator. ~60-90 s
-# a schedule. E2E_K8S_NEMESIS_SEED=S re-runs a seed.
-E2E_K8S_NEMESIS_SCHEDULES ?= 50
+# ledger and the operator's invariants; then the broken node and the broken operator. ~40 s a
+# schedule of one fault, ~60-90 s of two. E2E_K8S_NEMESIS_SEED=S re-runs a seed.
+E2E_K8S_NEMESIS_RUNS ?= 10
+E2E_K8S_NEMESIS_SCHEDULES ?= 10
+E2E_K8S_NEMESIS_FAULTS ?= 2
 .PHONY: e2e-nemesis-k8s
 e2e-nemesis-k8s: setup
-	E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) E2E_K8S_NEMESIS_FAULTS=2 E2E_K8S_NEMESIS_LONG=1 \
+	E2E_K8S_NEMESIS_RUNS=$(E2E_K8S_NEMESIS_RUNS) E2E_K8S_NEMESIS_SCHEDULES=$(E2E_K8S_NEMESIS_SCHEDULES) \
+	E2E_K8S_NEMESIS_FAULTS=$(E2E_K8S_NEMESIS_FAULTS) E2E_K8S_NEMESIS_LONG=1 \
 		e2e/run.sh e2e/test_k8s_nemesis.py e2e/test_k8s_nemesis_broken.py e2e/k8s_broken_operator_check.py -s
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers

@@ -2,8 +2,9 @@
 quorum of the real node, a client inside the cluster's network checked by porcupine, the ledger
 and the operator's invariants checked throughout. Real-kubelet target only (docs/k8s-nemesis.md).
 
-`E2E_K8S_NEMESIS_SCHEDULES` schedules (10 in `make e2e`; `make e2e-nemesis-k8s` runs more)
-from consecutive seeds starting at `E2E_K8S_NEMESIS_SEED` (random, printed), each of
+`E2E_K8S_NEMESIS_RUNS` histories (1 in `make e2e`; 10 in `make e2e-nemesis-k8s`), each a fresh
+quorum and client under `E2E_K8S_NEMESIS_SCHEDULES` schedules (10) from consecutive seeds (run
+r starts at `E2E_K8S_NEMESIS_SEED` + r x schedules; the seed random, printed), each of
 `E2E_K8S_NEMESIS_FAULTS` faults (1 in `make e2e`, 2 in the long target) of k8s_nemesis.KINDS:
 pod partitions (iptables in the pods' own namespaces), a frozen container, kill -9, the API
 server stopped while a container dies, the kubelet and containerd restarted under running
@@ -38,6 +39,9 @@ pytestmark = pytest.mark.e2e
 
 SEED = int(os.environ.get("E2E_K8S_NEMESIS_SEED") or random.SystemRandom().randrange(1, 10**6))
 SCHEDULES = int(os.environ.get("E2E_K8S_NEMESIS_SCHEDULES", "10"))
+# histories: each its own quorum, client, porcupine check and ledger (a campaign of many
+# schedules in one history would be more than porcupine can decide in its time)
+RUNS = int(os.environ.get("E2E_K8S_NEMESIS_RUNS", "1"))
 # faults per schedule: 1 in make e2e (10 schedules: every kind once, in CI's budget), 2 in
 # make e2e-nemesis-k8s
 FAULTS = int(os.environ.get("E2E_K8S_NEMESIS_FAULTS", "1"))
@@ -49,7 +53,9 @@ KINDS_RUN = LONG_KINDS if LONG else KINDS
 
 
 @pytest.mark.timeout(600 + 120 * SCHEDULES)
+@pytest.mark.parametrize("run", range(RUNS), ids=lambda r: f"run{r}")
 def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
+    run: int,
     cluster: Cluster,
     quorum: str,  # noqa: F811
     tmp_path: Path,
@@ -57,34 +63,39 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
     if cluster.containerd is None:
         pytest.skip("the Kubernetes nemesis needs the real-kubelet target (E2E_CLUSTER=local)")
     ns = quorum
-    plan = [schedule(SEED + i, FAULTS, API_S, KINDS_RUN) for i in range(SCHEDULES)]
+    seed = SEED + run * SCHEDULES
+    plan = [schedule(seed + i, FAULTS, API_S, KINDS_RUN) for i in range(SCHEDULES)]
     rerun = (
-        f"seeds {SEED}..{SEED + SCHEDULES - 1} (re-run: E2E_K8S_NEMESIS_SEED={SEED} "
+        f"seeds {seed}..{seed + SCHEDULES - 1} (re-run: E2E_K8S_NEMESIS_SEED={seed} "
         f"E2E_K8S_NEMESIS_SCHEDULES={SCHEDULES} E2E_K8S_NEMESIS_FAULTS={FAULTS}"
         + (" E2E_K8S_NEMESIS_LONG=1" if LONG else "")
         + ")"
     )
     print(
-        f"\nk8s nemesis: seeds {SEED}..{SEED + SCHEDULES - 1}: "
+        f"\nk8s nemesis: seeds {seed}..{seed + SCHEDULES - 1}: "
         + "; ".join(" ".join(map(str, s)) for s in plan)
-        + f"\nre-run: E2E_K8S_NEMESIS_SEED={SEED} E2E_K8S_NEMESIS_SCHEDULES={SCHEDULES} "
-        "make e2e-nemesis-k8s"
+        + f"\nre-run: E2E_K8S_NEMESIS_SEED={seed} E2E_K8S_NEMESIS_RUNS=1 "
+        f"E2E_K8S_NEMESIS_SCHEDULES={SCHEDULES} make e2e-nemesis-k8s"
     )
     watcher = Watcher(hosts(ns, 5)).start()  # 5: a scale's new members may lead
     pods = PodWatch(cluster, ns).start()
     nemesis = K8sNemesis(cluster, ns, watcher)
-    duration = estimate_s(plan) + 20
-    client = start_client(cluster, ns, duration, SEED, tmp_path)
+    # the clients run until the schedules end (SIGTERM: a clean stop, every operation in the
+    # history); the duration is only a bound for a test process that died
+    duration = 2 * estimate_s(plan) + 600
+    client = start_client(cluster, ns, duration, seed, tmp_path)
     t_start = time.monotonic()
     try:
         for i, sched in enumerate(plan):
-            print(f"schedule {SEED + i}: {' '.join(map(str, sched))}", flush=True)
+            print(f"schedule {seed + i}: {' '.join(map(str, sched))}", flush=True)
             for f in sched:
                 try:
                     nemesis.apply(f)
                 except AssertionError as e:  # a heal or a settle timed out: say where
-                    raise AssertionError(f"{rerun}: schedule {SEED + i}, {f}: {e}") from None
-        ops = json.loads(client.communicate(timeout=duration + 120)[0] or "{}")
+                    raise AssertionError(f"{rerun}: schedule {seed + i}, {f}: {e}") from None
+        time.sleep(5)  # calm: the last heal's appends and reads
+        client.terminate()
+        ops = json.loads(client.communicate(timeout=120)[0] or "{}")
     finally:
         nemesis.faults.heal_all()
         if client.poll() is None:

@@ -14,9 +14,11 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -187,6 +189,16 @@ func runClients(args []string) {
 	var mu sync.Mutex
 	enc := json.NewEncoder(f)
 	end := time.Now().Add(*duration)
+	// SIGTERM or SIGINT ends the run early and cleanly: no new operation starts, the ones in
+	// flight complete and are recorded, the history is closed (a caller whose schedule ended
+	// before the duration stops the clients without losing their last operations)
+	var stopping atomic.Bool
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		stopping.Store(true)
+	}()
 	counts := map[string]int{}
 	var wg sync.WaitGroup
 	for w := 0; w < *clients; w++ {
@@ -196,7 +208,7 @@ func runClients(args []string) {
 			rng := rand.New(rand.NewSource(*seed*1000 + int64(w)))
 			cs := &conns{eps: endpoints, c: make([]net.Conn, len(endpoints))}
 			target := w % len(endpoints)
-			for seq := 0; time.Now().Before(end); seq++ {
+			for seq := 0; time.Now().Before(end) && !stopping.Load(); seq++ {
 				op := Op{Process: w, Call: now()}
 				if rng.Float64() < *readFrac {
 					op.F, op.Node = "read", target // the node that last took an append, mostly
