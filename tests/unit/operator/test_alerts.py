@@ -21,7 +21,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "metaquorum"
 DASHBOARD = CHART / "dashboards" / "metaquorum-raft.json"
-pytestmark = pytest.mark.slow
+# the first test's setup may build promtool cold (Prometheus's module, one Go process at a
+# time): over 10 minutes on a busy 2-core machine (seen: killed at the default 600 s while other
+# Go builds ran), so the module's items get 30 minutes; with a warm cache they take seconds
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _tool_dir(script: str) -> Path:
