@@ -17,10 +17,6 @@ Times of each step go to the e2e timings summary.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +25,7 @@ from typing import Any
 import diagnostics
 import pytest
 from harness import TIMINGS, Cluster, wait_for
+from kafka_tool import kafka_status
 from quorums import cond, mq, quorum, settled  # noqa: F401 - the quorum fixture
 
 pytestmark = pytest.mark.e2e
@@ -40,53 +37,6 @@ def columns(cluster: Cluster, ns: str) -> dict[str, str]:
     lines = cluster.kubectl("get", "metadataquorum", "quorum", "-n", ns).stdout.splitlines()
     header, row = lines[0].split(), lines[1].split()
     return dict(zip(header, row, strict=False)) if len(row) == len(header) else {}
-
-
-def kafka_status(cluster: Cluster, ns: str, members: int) -> dict[str, Any]:
-    """Kafka 4.3.1's own `MetadataQuorumCommand describe --status` through the pods' stable
-    names (the JVM reads cluster.hosts_file: jdk.net.hosts.file)."""
-    if shutil.which("java") is None or cluster.hosts_file is None:
-        pytest.skip("needs java and the pods' names (cluster.hosts_file; not on kind)")
-    root = HERE.parent
-    version = (root / "KAFKA_VERSION").read_text().strip()
-    jars = (
-        subprocess.run(
-            [str(root / "scripts" / "kafka-jars.sh")],
-            check=True,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "KAFKA_VERSION": version},
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    boot = ",".join(
-        f"quorum-{i}.quorum-headless.{ns}.svc.cluster.local:9093" for i in range(members)
-    )
-    out = subprocess.run(
-        [
-            "java",
-            f"-Djdk.net.hosts.file={cluster.hosts_file}",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            f"{jars}/*",
-            "org.apache.kafka.tools.MetadataQuorumCommand",
-            "--bootstrap-controller",
-            boot,
-            "describe",
-            "--status",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
-    return {
-        "leader": int(fields["LeaderId"]),
-        "epoch": int(fields["LeaderEpoch"]),
-        "voters": {v["id"]: v["directoryId"] for v in json.loads(fields["CurrentVoters"])},
-    }
 
 
 def test_a_new_quorum_forms_with_three_voters_and_their_directory_ids(
