@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import log_voters
 from harness import ROOT, Cluster, wait_for
 from k8s_faults import APISERVER, PodFaults
 from k8s_nemesis import NETWORK, OPERATOR_WORK, SLOW, Fault
@@ -137,14 +138,22 @@ class K8sNemesis:
         return out
 
     def violations(
-        self, seen: list[Seen], pods: list[tuple[float, frozenset[int]]] | None = None
+        self,
+        seen: list[Seen],
+        pods: list[tuple[float, frozenset[int]]] | None = None,
+        log_sets: log_voters.VoterSets | None = None,
     ) -> list[str]:
         """quorum_watch.check, but a leaderless stretch inside a window in which the nemesis
         itself took a majority down (a reboot, a lost PVC under a frozen voter) is no
-        violation of the operator's; and pod_watch.operator_down on the pods' readiness. Each
-        names its invariant and what the nemesis was doing then."""
+        violation of the operator's; pod_watch.operator_down on the pods' readiness; and the
+        log's own VotersRecords one member apart (log_voters.jumps), which also tell a voter
+        set the watcher saw jump by two members (two changes committed within one of its
+        polls) from a real jump. Each names its invariant and what the nemesis was doing."""
         out = []
-        for v in check(seen, self.down):
+        sets = None if log_sets is None else [v for _, v in log_sets]
+        for v in log_voters.jumps(log_sets or []):
+            out.append(f"log [one voter change at a time] {v}")
+        for v in check(seen, self.down, log_sets=sets):
             t = float(v.split(":", 1)[0].removeprefix("t="))
             if "no leader" in v and any(a <= t <= b + 20 for a, b in self.majority_down):
                 continue
@@ -321,6 +330,17 @@ def porcupine(out: Path, fault_log: list[dict[str, Any]]) -> dict[str, Any]:
     if not done.stdout.strip():
         return {"error": done.stderr[-500:]}
     return dict(json.loads(done.stdout))
+
+
+def log_voter_sets(cluster: Cluster, ns: str) -> log_voters.VoterSets:
+    """Every VotersRecord in the three replicas' logs, read from their PVs (after
+    ledger_violations saw them converge), merged by offset."""
+    replicas = []
+    for o in range(3):
+        pv = cluster.pv_path(ns, f"data-quorum-{o}")
+        (data,) = {p.parent for p in pv.rglob("__cluster_metadata-0")}
+        replicas.append(log_voters.voter_sets(data))
+    return log_voters.merged(replicas)
 
 
 def ledger_violations(cluster: Cluster, ns: str, history: Path) -> list[str]:

@@ -30,7 +30,14 @@ from pathlib import Path
 import pytest
 from harness import TIMINGS, Cluster
 from k8s_nemesis import KINDS, LONG_KINDS, schedule
-from k8s_nemesis_run import K8sNemesis, estimate_s, ledger_violations, porcupine, start_client
+from k8s_nemesis_run import (
+    K8sNemesis,
+    estimate_s,
+    ledger_violations,
+    log_voter_sets,
+    porcupine,
+    start_client,
+)
 from pod_watch import PodWatch
 from quorum_watch import Watcher
 from quorums import hosts, quorum  # noqa: F401 - the quorum fixture
@@ -124,7 +131,7 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
     # check and what the nemesis was doing
     assert verdict.get("result") == "Ok", f"{rerun}: porcupine {verdict}"
     assert not violations, f"{rerun}: ledger: {len(violations)} violations: {violations[:10]}"
-    invariants = nemesis.violations(seen, pod_records)
+    invariants = nemesis.violations(seen, pod_records, log_voter_sets(cluster, ns))
     for v in invariants:
         print(f"k8s nemesis violation: {v}")
     assert not invariants, f"{rerun}: {len(invariants)} invariant violations: {invariants[:5]}"

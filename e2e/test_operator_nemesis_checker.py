@@ -8,8 +8,10 @@ each reported. Also how a DescribeQuorum answer becomes a `Seen` (who counts as 
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
+import log_voters
 import pytest
 from quorum_watch import Fault, Seen, check, seen_from
 
@@ -66,6 +68,34 @@ def test_two_members_changed_at_once_is_reported() -> None:
     bad = [s(0.0), s(0.1, THREE | {D, E}, leo=120)]
     (v,) = check(bad)
     assert "changed by 2 members at once" in v
+
+
+def test_a_jump_the_log_made_one_member_at_a_time_is_a_missed_answer_not_a_violation() -> None:
+    """The campaign's seeds 50010-50019: a scale 5 -> 3 whose two removals committed 0.2 s
+    apart, between two of the watcher's answers (it answered every 0.1-2.9 s under load)."""
+    five = THREE | {D, E}
+    seen = [s(0.0, five), s(0.3, THREE, leo=120, hw=120)]
+    assert len(check(seen)) == 1  # the watcher alone cannot tell
+    log = [THREE, THREE | {D}, five, THREE | {D}, THREE]  # 3 -> 5 -> 3, one member a record
+    assert check(seen, log_sets=log) == []
+    # the log itself jumped from five to three: still a violation
+    assert len(check(seen, log_sets=[THREE, THREE | {D}, five, THREE])) == 1
+    # a log that never held the set before the jump excuses nothing
+    assert len(check(seen, log_sets=[THREE | {D}, THREE])) == 1
+
+
+def test_the_logs_own_voter_records_are_judged_one_member_apart() -> None:
+    four, five = THREE | {D}, THREE | {D, E}
+    assert log_voters.jumps([(0, THREE), (10, four), (20, five), (30, four)]) == []
+    (v,) = log_voters.jumps([(0, THREE), (10, five)])
+    assert v.startswith("the log's VotersRecord at offset 10 changes 2 members at once")
+    # merged by offset: replicas agree below the HW; a replica missing the older records
+    # (a replaced voter's log starts later) adds nothing wrong
+    assert log_voters.merged([[(0, THREE), (10, four)], [(10, four), (20, five)]]) == [
+        (0, THREE),
+        (10, four),
+        (20, five),
+    ]
 
 
 def test_a_second_change_before_the_first_committed_is_reported() -> None:
@@ -150,3 +180,30 @@ def test_a_printed_plan_parses_back_to_the_same_schedule() -> None:
     ):
         with pytest.raises(ValueError, match=why):
             parse_plan(bad)
+
+
+def test_voter_sets_are_read_from_a_segment_file(tmp_path: Path) -> None:
+    """log_voters.voter_sets on a segment holding a data batch and two VotersRecords (the
+    bytes our node and Kafka write), keyed as DescribeQuorum's answers are."""
+    from metaquorum.protocol.control_records import build_control_batch
+    from metaquorum.protocol.messages import VotersRecord
+    from metaquorum.protocol.records.builder import SimpleRecord, build_batch
+    from metaquorum.protocol.types import Uuid
+
+    dirs = [Uuid.random() for _ in range(4)]
+
+    def record(ids: list[int]) -> VotersRecord:
+        return VotersRecord(
+            voters=[VotersRecord.Voter(voter_id=i, voter_directory_id=dirs[i]) for i in ids]
+        )
+
+    seg = tmp_path / "__cluster_metadata-0"
+    seg.mkdir()
+    (seg / "00000000000000000000.log").write_bytes(
+        build_control_batch(0, 1, [record([0, 1, 2])], timestamp_ms=1)
+        + build_batch(1, 1, [SimpleRecord(value=b"v")], timestamp_ms=1)
+        + build_control_batch(2, 1, [record([0, 1, 2, 3])], timestamp_ms=1)
+    )
+    got = log_voters.voter_sets(tmp_path)
+    assert [o for o, _ in got] == [0, 2]
+    assert got[1][1] == frozenset((i, str(dirs[i])) for i in range(4))
