@@ -43,6 +43,10 @@ from tests.nemesis import ledger
 from tests.nemesis.tools import mqnemesis_binary
 
 HEAL_S = 120.0
+# a pod's readiness after the API server or the node agents came back: the node lifecycle
+# controller marks every pod not Ready once it finds the node's lease older than its grace
+# period (50 s), which can be after the quorum is whole and the MetadataQuorum settled
+DOUBT_S = 90.0
 CALM_S = 2.0
 
 
@@ -57,6 +61,9 @@ class K8sNemesis:
         self.majority_down: list[tuple[float, float]] = []  # windows with no majority up
         # pods the nemesis made not Ready (the node agents' and the API server's faults: all)
         self.pods_down: list[Down] = []
+        # readiness in doubt (pod_watch.operator_down's doubt windows): the API server or the
+        # node agents were away; until DOUBT_S after the MetadataQuorum settled again
+        self.doubt: list[tuple[float, float]] = []
         self.timeline: list[tuple[float, str]] = []  # (monotonic, what): for the messages
         self.work = OperatorWork(cluster, ns, watcher, self.faults, self.down, self.mark)
 
@@ -142,6 +149,7 @@ class K8sNemesis:
         seen: list[Seen],
         pods: list[tuple[float, frozenset[int]]] | None = None,
         log_sets: log_voters.VoterSets | None = None,
+        gone: list[frozenset[int]] | None = None,
     ) -> list[str]:
         """quorum_watch.check, but a leaderless stretch inside a window in which the nemesis
         itself took a majority down (a reboot, a lost PVC under a frozen voter) is no
@@ -163,7 +171,9 @@ class K8sNemesis:
                 else "a majority caught up"
             )  # fmt: skip
             out.append(f"quorum_watch [{rule}] {v} ({self.where(t)})")
-        for v in operator_down(pods or [], 3, self.down + self.pods_down):
+        for v in operator_down(
+            pods or [], 3, self.down + self.pods_down, gone=gone, doubt=self.doubt
+        ):
             t = float(v.split(":", 1)[0].removeprefix("t="))
             out.append(f"pod_watch [never a majority of pods down by the operator] {v} "
                        f"({self.where(t)})")  # fmt: skip
@@ -221,6 +231,8 @@ class K8sNemesis:
                 return obj if dirs.get(victim) not in (None, old_dir) else None
 
             wait_for(done, 2 * HEAL_S, f"{f}: the MetadataQuorum settled")
+        if f.kind in ("agents", "apiserver", "reboot"):
+            self.doubt.append((t0, time.monotonic() + DOUBT_S))
         time.sleep(CALM_S)
 
     def _inject(self, f: Fault, victim: int, others: list[int]) -> list[int]:

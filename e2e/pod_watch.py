@@ -12,7 +12,9 @@ before a leaderless stretch reaches its bound.
 `operator_down` is the same rule with the nemesis's faults per pod, as the nemesis runs record
 them (quorum_watch.Fault: a pod, a window): more than half the pods down while at least one of
 them was not taken down by the nemesis then (a pod turns Ready up to a readiness period after its
-node caught up again, hence `grace_s` after each window).
+node caught up again, hence `grace_s` after each window); while the API server or the node
+agents were away and a while after, only pods gone (missing, terminating) count, since the node
+lifecycle controller marks every pod not Ready when it finds the node's lease stale.
 
 Invariant: `majority_down` and `operator_down` are pure (functions of their arguments).
 """
@@ -36,6 +38,8 @@ class PodWatch:
     name: str = "quorum"
     interval_s: float = 0.2
     records: list[tuple[float, frozenset[int]]] = field(default_factory=list)
+    # per poll, aligned with records: the ordinals missing or terminating (a subset of down)
+    gone: list[frozenset[int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -56,14 +60,18 @@ class PodWatch:
                 pods = self.cluster.core.list_namespaced_pod(self.ns).items
             except Exception:  # an API blip: nothing recorded for this poll
                 continue
-            up = set()
+            up, present = set(), set()
             for p in pods:
                 ready = any(
                     c.type == "Ready" and c.status == "True" for c in p.status.conditions or []
                 )
-                if p.metadata.deletion_timestamp is None and ready:
-                    up.add(p.metadata.name)
-            down = frozenset(i for i in range(self.replicas) if f"{self.name}-{i}" not in up)
+                if p.metadata.deletion_timestamp is None:
+                    present.add(p.metadata.name)
+                    if ready:
+                        up.add(p.metadata.name)
+            names = [f"{self.name}-{i}" for i in range(self.replicas)]
+            down = frozenset(i for i, n in enumerate(names) if n not in up)
+            self.gone.append(frozenset(i for i, n in enumerate(names) if n not in present))
             self.records.append((time.monotonic(), down))
 
 
@@ -89,12 +97,21 @@ def operator_down(
     replicas: int,
     taken: Sequence[Fault],
     grace_s: float = 10.0,
+    *,
+    gone: Sequence[frozenset[int]] | None = None,
+    doubt: Sequence[tuple[float, float]] = (),
 ) -> list[str]:
     """Each stretch with more than half of `replicas` pods down and one of them not in a
-    nemesis window (`taken`, each extended by `grace_s`), reported once."""
+    nemesis window (`taken`, each extended by `grace_s`), reported once. Inside a `doubt`
+    window (the API server or the node agents were away: the node lifecycle controller marks
+    every pod not Ready once it finds the node's lease stale, after the quorum is whole again)
+    a pod counts as down only when it is gone (`gone`, aligned with `records`: missing or
+    terminating), which only a deletion, the operator's or the nemesis's, makes it."""
     out: list[str] = []
     inside = False
-    for t, down in records:
+    for i, (t, all_down) in enumerate(records):
+        in_doubt = gone is not None and any(a <= t <= b for a, b in doubt)
+        down = gone[i] if gone is not None and in_doubt else all_down
         nemesis = {f.node for f in taken if f.start <= t <= f.end + grace_s}
         bad = 2 * len(down) > replicas and not down <= nemesis
         if bad and not inside:

@@ -110,6 +110,7 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
             client.wait(10)
         seen = watcher.stop()
         pod_records = pods.stop()
+        pod_gone = list(pods.gone)
     total = time.monotonic() - t_start
     verdict = porcupine(tmp_path, nemesis.faults.log)
     violations = ledger_violations(cluster, ns, tmp_path / "history.jsonl")
@@ -131,7 +132,7 @@ def test_k8s_nemesis_keeps_linearizability_and_the_invariants(
     # check and what the nemesis was doing
     assert verdict.get("result") == "Ok", f"{rerun}: porcupine {verdict}"
     assert not violations, f"{rerun}: ledger: {len(violations)} violations: {violations[:10]}"
-    invariants = nemesis.violations(seen, pod_records, log_voter_sets(cluster, ns))
+    invariants = nemesis.violations(seen, pod_records, log_voter_sets(cluster, ns), pod_gone)
     for v in invariants:
         print(f"k8s nemesis violation: {v}")
     assert not invariants, f"{rerun}: {len(invariants)} invariant violations: {invariants[:5]}"

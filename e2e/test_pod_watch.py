@@ -39,3 +39,22 @@ def test_operator_down_excuses_only_the_pods_the_nemesis_took() -> None:
     assert len(found) == 2 and found[0].startswith("t=1.0: pods [1, 2] of 3 down")
     assert operator_down(records, 3, [Fault(1, 0.0, 25.0), Fault(2, 0.0, 25.0)]) == []
     assert len(operator_down(records, 3, [Fault(1, 0.0, 15.0), Fault(2, 0.0, 25.0)])) == 1
+
+
+def test_in_a_doubt_window_only_gone_pods_count() -> None:
+    """The campaign's seeds 50040-50049: 10 s after an API server outage's quorum was whole
+    again, pods 0 and 1 read not Ready for ~10 s, none deleted: kube-controller-manager's log
+    at that moment, "Controller detected that all Nodes are not-Ready. Entering master
+    disruption mode" (the node's lease went stale while the API server was away)."""
+    from pod_watch import operator_down
+
+    records = [(0.0, NONE), (50.0, TWO), (51.0, NONE), (200.0, TWO)]
+    gone = [NONE, NONE, NONE, NONE]
+    assert len(operator_down(records, 3, [])) == 2  # readiness alone: both stretches
+    # inside the doubt window (0-100 s) not Ready is not down; after it, it is again
+    found = operator_down(records, 3, [], gone=gone, doubt=[(0.0, 100.0)])
+    assert [v.split(":")[0] for v in found] == ["t=200.0"]
+    # pods deleted (gone) inside the window still count
+    gone_two = [NONE, TWO, NONE, NONE]
+    found = operator_down(records, 3, [], gone=gone_two, doubt=[(0.0, 100.0)])
+    assert [v.split(":")[0] for v in found] == ["t=50.0", "t=200.0"]
