@@ -330,7 +330,7 @@ class StructEmitter:
                 names.append(var)
         name = self._run_struct(run)
         run.clear()
-        return [f"({', '.join(names)}) = {name}.unpack_from(r.buffer, r.take({size}))", *uuids]
+        return [f"({', '.join(names)}) = r.unpack({name})", *uuids]
 
     # ----- readers ------------------------------------------------------------------------------
     def reader(self, struct: str | None, v: int) -> str:

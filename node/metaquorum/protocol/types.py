@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from metaquorum.protocol import ids
 from metaquorum.protocol.errors import ProtocolError
@@ -89,32 +90,62 @@ class ByteReader:
     def _need(self, n: int, what: str) -> int:
         pos = self.pos
         if n < 0 or pos + n > self._end:
-            raise ProtocolError(
-                f"truncated input: {what} needs {n} bytes at offset {pos}, "
-                f"only {self._end - pos} remain"
-            )
+            raise self._truncated(n, what, pos)
         self.pos = pos + n
         return pos
 
+    def _truncated(self, n: int, what: str, pos: int) -> ProtocolError:
+        return ProtocolError(
+            f"truncated input: {what} needs {n} bytes at offset {pos}, "
+            f"only {self._end - pos} remain"
+        )
+
+    # The fixed-width reads check the bounds inline (one call per read, not two: they are most
+    # of a request's reads; docs/performance.md, round 5).
+    def unpack(self, fmt: struct.Struct) -> tuple[Any, ...]:
+        """The next `fmt.size` bytes unpacked by `fmt` (several fixed-width fields at once)."""
+        pos = self.pos
+        end = pos + fmt.size
+        if end > self._end:
+            raise self._truncated(fmt.size, "fixed-width fields", pos)
+        self.pos = end
+        return fmt.unpack_from(self._buf, pos)
+
     def take(self, n: int) -> int:
         """Reserve the next `n` bytes and return their start offset (for bulk `unpack_from`)."""
-        return self._need(n, f"{n} fixed-width bytes")
+        return self._need(n, "fixed-width bytes")
 
     def ensure_end(self, what: str) -> None:
         if self.pos != self._end:
             raise ProtocolError(f"{self._end - self.pos} unexpected trailing bytes after {what}")
 
     def read_int8(self) -> int:
-        return int(INT8.unpack_from(self._buf, self._need(1, "int8"))[0])
+        pos = self.pos
+        if pos >= self._end:
+            raise self._truncated(1, "int8", pos)
+        self.pos = pos + 1
+        return int(INT8.unpack_from(self._buf, pos)[0])
 
     def read_int16(self) -> int:
-        return int(INT16.unpack_from(self._buf, self._need(2, "int16"))[0])
+        pos = self.pos
+        if pos + 2 > self._end:
+            raise self._truncated(2, "int16", pos)
+        self.pos = pos + 2
+        return int(INT16.unpack_from(self._buf, pos)[0])
 
     def read_int32(self) -> int:
-        return int(INT32.unpack_from(self._buf, self._need(4, "int32"))[0])
+        pos = self.pos
+        if pos + 4 > self._end:
+            raise self._truncated(4, "int32", pos)
+        self.pos = pos + 4
+        return int(INT32.unpack_from(self._buf, pos)[0])
 
     def read_int64(self) -> int:
-        return int(INT64.unpack_from(self._buf, self._need(8, "int64"))[0])
+        pos = self.pos
+        if pos + 8 > self._end:
+            raise self._truncated(8, "int64", pos)
+        self.pos = pos + 8
+        return int(INT64.unpack_from(self._buf, pos)[0])
 
     def read_uint16(self) -> int:
         return int(UINT16.unpack_from(self._buf, self._need(2, "uint16"))[0])
@@ -126,10 +157,18 @@ class ByteReader:
         return float(FLOAT64.unpack_from(self._buf, self._need(8, "float64"))[0])
 
     def read_bool(self) -> bool:
-        return self._buf[self._need(1, "bool")] != 0
+        pos = self.pos
+        if pos >= self._end:
+            raise self._truncated(1, "bool", pos)
+        self.pos = pos + 1
+        return self._buf[pos] != 0
 
     def read_uuid(self) -> Uuid:
-        msb, lsb = UUID.unpack_from(self._buf, self._need(16, "uuid"))
+        pos = self.pos
+        if pos + 16 > self._end:
+            raise self._truncated(16, "uuid", pos)
+        self.pos = pos + 16
+        msb, lsb = UUID.unpack_from(self._buf, pos)
         return Uuid(msb, lsb)
 
     def read_raw(self, n: int) -> bytes:
@@ -142,6 +181,15 @@ class ByteReader:
 
     def read_unsigned_varint(self) -> int:
         """LEB128 of a 32-bit value; at most 5 bytes (Kafka `ByteUtils.readUnsignedVarint`)."""
+        pos = self.pos
+        if pos < self._end:
+            b = self._buf[pos]
+            if b < 0x80:  # one byte: every count, length and tag of a KRaft request
+                self.pos = pos + 1
+                return b
+        return self._read_long_varint()
+
+    def _read_long_varint(self) -> int:
         buf, pos, end = self._buf, self.pos, self._end
         value = 0
         shift = 0

@@ -346,9 +346,7 @@ def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) ->
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v0(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:
-    (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_api_key, f_min_version, f_max_version) = r.unpack(_S_ApiVersionsResponseData_hhh)
     return ApiVersionsResponseData.ApiVersion(f_api_key, f_min_version, f_max_version, [])
 
 
@@ -392,9 +390,7 @@ def _r_ApiVersionsResponseData_v2(r: ByteReader) -> ApiVersionsResponseData:
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v3(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:
-    (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_api_key, f_min_version, f_max_version) = r.unpack(_S_ApiVersionsResponseData_hhh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -409,7 +405,7 @@ def _r_ApiVersionsResponseData_SupportedFeatureKey_v3(
     r: ByteReader,
 ) -> ApiVersionsResponseData.SupportedFeatureKey:
     f_name = r.read_compact_string()
-    (f_min_version, f_max_version) = _S_ApiVersionsResponseData_hh.unpack_from(r.buffer, r.take(4))
+    (f_min_version, f_max_version) = r.unpack(_S_ApiVersionsResponseData_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -424,9 +420,7 @@ def _r_ApiVersionsResponseData_FinalizedFeatureKey_v3(
     r: ByteReader,
 ) -> ApiVersionsResponseData.FinalizedFeatureKey:
     f_name = r.read_compact_string()
-    (f_max_version_level, f_min_version_level) = _S_ApiVersionsResponseData_hh.unpack_from(
-        r.buffer, r.take(4)
-    )
+    (f_max_version_level, f_min_version_level) = r.unpack(_S_ApiVersionsResponseData_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()

@@ -169,7 +169,7 @@ def _r_LeaderChangeMessage_Voter_v0(r: ByteReader) -> LeaderChangeMessage.Voter:
 
 
 def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
-    (f_version, f_leader_id) = _S_LeaderChangeMessage_hi.unpack_from(r.buffer, r.take(6))
+    (f_version, f_leader_id) = r.unpack(_S_LeaderChangeMessage_hi)
     n_voters0 = r.read_compact_array_length()
     f_voters: list[LeaderChangeMessage.Voter]
     if n_voters0 < 0:
@@ -193,8 +193,8 @@ def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
 
 
 def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
-    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_LeaderChangeMessage_iqq.unpack_from(r.buffer, r.take(20))
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_LeaderChangeMessage_iqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -208,7 +208,7 @@ def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
 
 
 def _r_LeaderChangeMessage_v1(r: ByteReader) -> LeaderChangeMessage:
-    (f_version, f_leader_id) = _S_LeaderChangeMessage_hi.unpack_from(r.buffer, r.take(6))
+    (f_version, f_leader_id) = r.unpack(_S_LeaderChangeMessage_hi)
     n_voters0 = r.read_compact_array_length()
     f_voters: list[LeaderChangeMessage.Voter]
     if n_voters0 < 0:
@@ -290,9 +290,7 @@ def _w_SnapshotHeaderRecord_v0(m: SnapshotHeaderRecord, out: bytearray) -> None:
 
 
 def _r_SnapshotHeaderRecord_v0(r: ByteReader) -> SnapshotHeaderRecord:
-    (f_version, f_last_contained_log_timestamp) = _S_SnapshotHeaderRecord_hq.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_version, f_last_contained_log_timestamp) = r.unpack(_S_SnapshotHeaderRecord_hq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -428,7 +426,7 @@ def _w_KRaftVersionRecord_v0(m: KRaftVersionRecord, out: bytearray) -> None:
 
 
 def _r_KRaftVersionRecord_v0(r: ByteReader) -> KRaftVersionRecord:
-    (f_version, f_kraft_version) = _S_KRaftVersionRecord_hh.unpack_from(r.buffer, r.take(4))
+    (f_version, f_kraft_version) = r.unpack(_S_KRaftVersionRecord_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -580,9 +578,7 @@ def _r_VotersRecord_Endpoint_v0(r: ByteReader) -> VotersRecord.Endpoint:
 
 
 def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftVersionFeature:
-    (f_min_supported_version, f_max_supported_version) = _S_VotersRecord_hh.unpack_from(
-        r.buffer, r.take(4)
-    )
+    (f_min_supported_version, f_max_supported_version) = r.unpack(_S_VotersRecord_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -594,9 +590,7 @@ def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftV
 
 
 def _r_VotersRecord_Voter_v0(r: ByteReader) -> VotersRecord.Voter:
-    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_VotersRecord_iqq.unpack_from(r.buffer, r.take(20))
-    )
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(_S_VotersRecord_iqq)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_endpoints0 = r.read_compact_array_length()
     f_endpoints: list[VotersRecord.Endpoint]

@@ -588,9 +588,7 @@ def _w_DescribeQuorumResponseData_v2(m: DescribeQuorumResponseData, out: bytearr
 def _r_DescribeQuorumResponseData_ReplicaState_v0(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    (f_replica_id, f_log_end_offset) = _S_DescribeQuorumResponseData_iq.unpack_from(
-        r.buffer, r.take(12)
-    )
+    (f_replica_id, f_log_end_offset) = r.unpack(_S_DescribeQuorumResponseData_iq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -606,8 +604,8 @@ def _r_DescribeQuorumResponseData_ReplicaState_v0(
 def _r_DescribeQuorumResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = (
-        _S_DescribeQuorumResponseData_ihiiq.unpack_from(r.buffer, r.take(22))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = r.unpack(
+        _S_DescribeQuorumResponseData_ihiiq
     )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
@@ -688,8 +686,8 @@ def _r_DescribeQuorumResponseData_v0(r: ByteReader) -> DescribeQuorumResponseDat
 def _r_DescribeQuorumResponseData_ReplicaState_v1(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    (f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp) = (
-        _S_DescribeQuorumResponseData_iqqq.unpack_from(r.buffer, r.take(28))
+    (f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp) = r.unpack(
+        _S_DescribeQuorumResponseData_iqqq
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -711,8 +709,8 @@ def _r_DescribeQuorumResponseData_ReplicaState_v1(
 def _r_DescribeQuorumResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = (
-        _S_DescribeQuorumResponseData_ihiiq.unpack_from(r.buffer, r.take(22))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = r.unpack(
+        _S_DescribeQuorumResponseData_ihiiq
     )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
@@ -800,7 +798,7 @@ def _r_DescribeQuorumResponseData_ReplicaState_v2(
         f_log_end_offset,
         f_last_fetch_timestamp,
         f_last_caught_up_timestamp,
-    ) = _S_DescribeQuorumResponseData_iqqqqq.unpack_from(r.buffer, r.take(44))
+    ) = r.unpack(_S_DescribeQuorumResponseData_iqqqqq)
     f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -822,13 +820,9 @@ def _r_DescribeQuorumResponseData_ReplicaState_v2(
 def _r_DescribeQuorumResponseData_PartitionData_v2(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    (f_partition_index, f_error_code) = _S_DescribeQuorumResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_partition_index, f_error_code) = r.unpack(_S_DescribeQuorumResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
-    (f_leader_id, f_leader_epoch, f_high_watermark) = _S_DescribeQuorumResponseData_iiq.unpack_from(
-        r.buffer, r.take(16)
-    )
+    (f_leader_id, f_leader_epoch, f_high_watermark) = r.unpack(_S_DescribeQuorumResponseData_iiq)
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
     if n_current_voters0 < 0:

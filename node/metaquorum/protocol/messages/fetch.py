@@ -914,9 +914,7 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
 
 
 def _r_FetchRequestData_FetchPartition_v4(r: ByteReader) -> FetchRequestData.FetchPartition:
-    (f_partition, f_fetch_offset, f_partition_max_bytes) = _S_FetchRequestData_iqi.unpack_from(
-        r.buffer, r.take(16)
-    )
+    (f_partition, f_fetch_offset, f_partition_max_bytes) = r.unpack(_S_FetchRequestData_iqi)
     return FetchRequestData.FetchPartition(
         f_partition,
         -1,
@@ -942,8 +940,8 @@ def _r_FetchRequestData_FetchTopic_v4(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
-        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = r.unpack(
+        _S_FetchRequestData_iiiib
     )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -969,8 +967,8 @@ def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v5(r: ByteReader) -> FetchRequestData.FetchPartition:
-    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes) = (
-        _S_FetchRequestData_iqqi.unpack_from(r.buffer, r.take(24))
+    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes) = r.unpack(
+        _S_FetchRequestData_iqqi
     )
     return FetchRequestData.FetchPartition(
         f_partition,
@@ -997,8 +995,8 @@ def _r_FetchRequestData_FetchTopic_v5(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v5(r: ByteReader) -> FetchRequestData:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
-        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = r.unpack(
+        _S_FetchRequestData_iiiib
     )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -1035,8 +1033,8 @@ def _r_FetchRequestData_FetchTopic_v6(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v6(r: ByteReader) -> FetchRequestData:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
-        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = r.unpack(
+        _S_FetchRequestData_iiiib
     )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -1092,7 +1090,7 @@ def _r_FetchRequestData_v7(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1155,7 +1153,7 @@ def _r_FetchRequestData_v8(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1194,7 +1192,7 @@ def _r_FetchRequestData_FetchPartition_v9(r: ByteReader) -> FetchRequestData.Fet
         f_fetch_offset,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqqi.unpack_from(r.buffer, r.take(28))
+    ) = r.unpack(_S_FetchRequestData_iiqqi)
     return FetchRequestData.FetchPartition(
         f_partition,
         f_current_leader_epoch,
@@ -1239,7 +1237,7 @@ def _r_FetchRequestData_v9(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1302,7 +1300,7 @@ def _r_FetchRequestData_v10(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1365,7 +1363,7 @@ def _r_FetchRequestData_v11(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1406,7 +1404,7 @@ def _r_FetchRequestData_FetchPartition_v12(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1475,7 +1473,7 @@ def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1532,7 +1530,7 @@ def _r_FetchRequestData_FetchPartition_v13(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1601,7 +1599,7 @@ def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1658,7 +1656,7 @@ def _r_FetchRequestData_FetchPartition_v14(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1727,7 +1725,7 @@ def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1784,7 +1782,7 @@ def _r_FetchRequestData_FetchPartition_v15(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1845,7 +1843,7 @@ def _r_FetchRequestData_ForgottenTopic_v15(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.ReplicaState:
-    (f_replica_id, f_replica_epoch) = _S_FetchRequestData_iq.unpack_from(r.buffer, r.take(12))
+    (f_replica_id, f_replica_epoch) = r.unpack(_S_FetchRequestData_iq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1858,7 +1856,7 @@ def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.Repl
 
 def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -1920,7 +1918,7 @@ def _r_FetchRequestData_FetchPartition_v16(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1982,7 +1980,7 @@ def _r_FetchRequestData_ForgottenTopic_v16(r: ByteReader) -> FetchRequestData.Fo
 
 def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -2044,7 +2042,7 @@ def _r_FetchRequestData_FetchPartition_v17(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     f_replica_directory_id: Uuid = Uuid.ZERO
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -2112,7 +2110,7 @@ def _r_FetchRequestData_ForgottenTopic_v17(r: ByteReader) -> FetchRequestData.Fo
 
 def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -2174,7 +2172,7 @@ def _r_FetchRequestData_FetchPartition_v18(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     f_replica_directory_id: Uuid = Uuid.ZERO
     f_high_watermark: int = 9223372036854775807
     unk: list[RawTaggedField] = []
@@ -2246,7 +2244,7 @@ def _r_FetchRequestData_ForgottenTopic_v18(r: ByteReader) -> FetchRequestData.Fo
 
 def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -3186,13 +3184,13 @@ def _w_FetchResponseData_v16(m: FetchResponseData, out: bytearray) -> None:
 def _r_FetchResponseData_AbortedTransaction_v4(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
-    (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
+    (f_producer_id, f_first_offset) = r.unpack(_S_FetchResponseData_qq)
     return FetchResponseData.AbortedTransaction(f_producer_id, f_first_offset, [])
 
 
 def _r_FetchResponseData_PartitionData_v4(r: ByteReader) -> FetchResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset) = (
-        _S_FetchResponseData_ihqq.unpack_from(r.buffer, r.take(22))
+    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset) = r.unpack(
+        _S_FetchResponseData_ihqq
     )
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
@@ -3252,7 +3250,7 @@ def _r_FetchResponseData_PartitionData_v5(r: ByteReader) -> FetchResponseData.Pa
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    ) = r.unpack(_S_FetchResponseData_ihqqq)
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3344,9 +3342,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v7(
 
 
 def _r_FetchResponseData_v7(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3372,9 +3368,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v8(
 
 
 def _r_FetchResponseData_v8(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3400,9 +3394,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v9(
 
 
 def _r_FetchResponseData_v9(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3428,9 +3420,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v10(
 
 
 def _r_FetchResponseData_v10(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3449,7 +3439,7 @@ def _r_FetchResponseData_PartitionData_v11(r: ByteReader) -> FetchResponseData.P
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    ) = r.unpack(_S_FetchResponseData_ihqqq)
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3490,9 +3480,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v11(
 
 
 def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3507,7 +3495,7 @@ def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
 def _r_FetchResponseData_AbortedTransaction_v12(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
-    (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
+    (f_producer_id, f_first_offset) = r.unpack(_S_FetchResponseData_qq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3519,7 +3507,7 @@ def _r_FetchResponseData_AbortedTransaction_v12(
 
 
 def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.EpochEndOffset:
-    (f_epoch, f_end_offset) = _S_FetchResponseData_iq.unpack_from(r.buffer, r.take(12))
+    (f_epoch, f_end_offset) = r.unpack(_S_FetchResponseData_iq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3531,7 +3519,7 @@ def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.
 
 
 def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseData.LeaderIdAndEpoch:
-    (f_leader_id, f_leader_epoch) = _S_FetchResponseData_ii.unpack_from(r.buffer, r.take(8))
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_FetchResponseData_ii)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3543,7 +3531,7 @@ def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseDat
 
 
 def _r_FetchResponseData_SnapshotId_v12(r: ByteReader) -> FetchResponseData.SnapshotId:
-    (f_end_offset, f_epoch) = _S_FetchResponseData_qi.unpack_from(r.buffer, r.take(12))
+    (f_end_offset, f_epoch) = r.unpack(_S_FetchResponseData_qi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3561,7 +3549,7 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    ) = r.unpack(_S_FetchResponseData_ihqqq)
     n_aborted_transactions0 = r.read_compact_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3635,9 +3623,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v12(
 
 
 def _r_FetchResponseData_v12(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3680,9 +3666,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v13(
 
 
 def _r_FetchResponseData_v13(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3725,9 +3709,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v14(
 
 
 def _r_FetchResponseData_v14(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3770,9 +3752,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v15(
 
 
 def _r_FetchResponseData_v15(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3830,9 +3810,7 @@ def _r_FetchResponseData_NodeEndpoint_v16(r: ByteReader) -> FetchResponseData.No
 
 
 def _r_FetchResponseData_v16(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3887,9 +3865,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v17(
 
 
 def _r_FetchResponseData_v17(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3944,9 +3920,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v18(
 
 
 def _r_FetchResponseData_v18(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:

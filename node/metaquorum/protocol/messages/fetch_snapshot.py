@@ -219,7 +219,7 @@ def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) 
 
 
 def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotRequestData.SnapshotId:
-    (f_end_offset, f_epoch) = _S_FetchSnapshotRequestData_qi.unpack_from(r.buffer, r.take(12))
+    (f_end_offset, f_epoch) = r.unpack(_S_FetchSnapshotRequestData_qi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -233,9 +233,7 @@ def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotReq
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v0(
     r: ByteReader,
 ) -> FetchSnapshotRequestData.PartitionSnapshot:
-    (f_partition, f_current_leader_epoch) = _S_FetchSnapshotRequestData_ii.unpack_from(
-        r.buffer, r.take(8)
-    )
+    (f_partition, f_current_leader_epoch) = r.unpack(_S_FetchSnapshotRequestData_ii)
     f_snapshot_id = _r_FetchSnapshotRequestData_SnapshotId_v0(r)
     f_position = r.read_int64()
     unk: list[RawTaggedField] = []
@@ -276,7 +274,7 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v0(
 
 
 def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
-    (f_replica_id, f_max_bytes) = _S_FetchSnapshotRequestData_ii.unpack_from(r.buffer, r.take(8))
+    (f_replica_id, f_max_bytes) = r.unpack(_S_FetchSnapshotRequestData_ii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotRequestData.TopicSnapshot]
     if n_topics0 < 0:
@@ -303,9 +301,7 @@ def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v1(
     r: ByteReader,
 ) -> FetchSnapshotRequestData.PartitionSnapshot:
-    (f_partition, f_current_leader_epoch) = _S_FetchSnapshotRequestData_ii.unpack_from(
-        r.buffer, r.take(8)
-    )
+    (f_partition, f_current_leader_epoch) = r.unpack(_S_FetchSnapshotRequestData_ii)
     f_snapshot_id = _r_FetchSnapshotRequestData_SnapshotId_v0(r)
     f_position = r.read_int64()
     f_replica_directory_id: Uuid = Uuid.ZERO
@@ -350,7 +346,7 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v1(
 
 
 def _r_FetchSnapshotRequestData_v1(r: ByteReader) -> FetchSnapshotRequestData:
-    (f_replica_id, f_max_bytes) = _S_FetchSnapshotRequestData_ii.unpack_from(r.buffer, r.take(8))
+    (f_replica_id, f_max_bytes) = r.unpack(_S_FetchSnapshotRequestData_ii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotRequestData.TopicSnapshot]
     if n_topics0 < 0:
@@ -610,7 +606,7 @@ def _w_FetchSnapshotResponseData_v1(m: FetchSnapshotResponseData, out: bytearray
 def _r_FetchSnapshotResponseData_SnapshotId_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.SnapshotId:
-    (f_end_offset, f_epoch) = _S_FetchSnapshotResponseData_qi.unpack_from(r.buffer, r.take(12))
+    (f_end_offset, f_epoch) = r.unpack(_S_FetchSnapshotResponseData_qi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -624,7 +620,7 @@ def _r_FetchSnapshotResponseData_SnapshotId_v0(
 def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.LeaderIdAndEpoch:
-    (f_leader_id, f_leader_epoch) = _S_FetchSnapshotResponseData_ii.unpack_from(r.buffer, r.take(8))
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_FetchSnapshotResponseData_ii)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -638,9 +634,9 @@ def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
 def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.PartitionSnapshot:
-    (f_index, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(r.buffer, r.take(6))
+    (f_index, f_error_code) = r.unpack(_S_FetchSnapshotResponseData_ih)
     f_snapshot_id = _r_FetchSnapshotResponseData_SnapshotId_v0(r)
-    (f_size, f_position) = _S_FetchSnapshotResponseData_qq.unpack_from(r.buffer, r.take(16))
+    (f_size, f_position) = r.unpack(_S_FetchSnapshotResponseData_qq)
     f_unaligned_records = r.read_compact_bytes()
     f_current_leader: FetchSnapshotResponseData.LeaderIdAndEpoch = (
         FetchSnapshotResponseData.LeaderIdAndEpoch()
@@ -693,9 +689,7 @@ def _r_FetchSnapshotResponseData_TopicSnapshot_v0(
 
 
 def _r_FetchSnapshotResponseData_v0(r: ByteReader) -> FetchSnapshotResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_FetchSnapshotResponseData_ih)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotResponseData.TopicSnapshot]
     if n_topics0 < 0:
@@ -754,9 +748,7 @@ def _r_FetchSnapshotResponseData_NodeEndpoint_v1(
 
 
 def _r_FetchSnapshotResponseData_v1(r: ByteReader) -> FetchSnapshotResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_FetchSnapshotResponseData_ih)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotResponseData.TopicSnapshot]
     if n_topics0 < 0:

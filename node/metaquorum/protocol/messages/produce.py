@@ -385,7 +385,7 @@ def _r_ProduceRequestData_TopicProduceData_v3(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v3(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -410,7 +410,7 @@ def _r_ProduceRequestData_TopicProduceData_v4(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v4(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -435,7 +435,7 @@ def _r_ProduceRequestData_TopicProduceData_v5(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v5(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -460,7 +460,7 @@ def _r_ProduceRequestData_TopicProduceData_v6(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v6(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -485,7 +485,7 @@ def _r_ProduceRequestData_TopicProduceData_v7(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v7(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -510,7 +510,7 @@ def _r_ProduceRequestData_TopicProduceData_v8(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v8(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -557,7 +557,7 @@ def _r_ProduceRequestData_TopicProduceData_v9(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v9(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -598,7 +598,7 @@ def _r_ProduceRequestData_TopicProduceData_v10(
 
 def _r_ProduceRequestData_v10(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -639,7 +639,7 @@ def _r_ProduceRequestData_TopicProduceData_v11(
 
 def _r_ProduceRequestData_v11(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -680,7 +680,7 @@ def _r_ProduceRequestData_TopicProduceData_v12(
 
 def _r_ProduceRequestData_v12(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -721,7 +721,7 @@ def _r_ProduceRequestData_TopicProduceData_v13(
 
 def _r_ProduceRequestData_v13(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -1261,8 +1261,8 @@ def _w_ProduceResponseData_v13(m: ProduceResponseData, out: bytearray) -> None:
 def _r_ProduceResponseData_PartitionProduceResponse_v3(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms) = (
-        _S_ProduceResponseData_ihqq.unpack_from(r.buffer, r.take(22))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms) = r.unpack(
+        _S_ProduceResponseData_ihqq
     )
     return ProduceResponseData.PartitionProduceResponse(
         f_index,
@@ -1338,8 +1338,8 @@ def _r_ProduceResponseData_v4(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v5(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     return ProduceResponseData.PartitionProduceResponse(
         f_index,
@@ -1454,8 +1454,8 @@ def _r_ProduceResponseData_BatchIndexAndErrorMessage_v8(
 def _r_ProduceResponseData_PartitionProduceResponse_v8(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1528,8 +1528,8 @@ def _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(
 def _r_ProduceResponseData_PartitionProduceResponse_v9(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1612,7 +1612,7 @@ def _r_ProduceResponseData_v9(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_LeaderIdAndEpoch_v10(
     r: ByteReader,
 ) -> ProduceResponseData.LeaderIdAndEpoch:
-    (f_leader_id, f_leader_epoch) = _S_ProduceResponseData_ii.unpack_from(r.buffer, r.take(8))
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_ProduceResponseData_ii)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1626,8 +1626,8 @@ def _r_ProduceResponseData_LeaderIdAndEpoch_v10(
 def _r_ProduceResponseData_PartitionProduceResponse_v10(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1739,8 +1739,8 @@ def _r_ProduceResponseData_v10(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v11(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1837,8 +1837,8 @@ def _r_ProduceResponseData_v11(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v12(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1935,8 +1935,8 @@ def _r_ProduceResponseData_v12(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v13(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]

@@ -209,9 +209,7 @@ def _w_BeginQuorumEpochRequestData_v1(m: BeginQuorumEpochRequestData, out: bytea
 def _r_BeginQuorumEpochRequestData_PartitionData_v0(
     r: ByteReader,
 ) -> BeginQuorumEpochRequestData.PartitionData:
-    (f_partition_index, f_leader_id, f_leader_epoch) = (
-        _S_BeginQuorumEpochRequestData_iii.unpack_from(r.buffer, r.take(12))
-    )
+    (f_partition_index, f_leader_id, f_leader_epoch) = r.unpack(_S_BeginQuorumEpochRequestData_iii)
     return BeginQuorumEpochRequestData.PartitionData(
         f_partition_index, Uuid.ZERO, f_leader_id, f_leader_epoch, []
     )
@@ -252,7 +250,7 @@ def _r_BeginQuorumEpochRequestData_PartitionData_v1(
         f_voter_directory_id_lsb,
         f_leader_id,
         f_leader_epoch,
-    ) = _S_BeginQuorumEpochRequestData_iqqii.unpack_from(r.buffer, r.take(28))
+    ) = r.unpack(_S_BeginQuorumEpochRequestData_iqqii)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -501,8 +499,8 @@ def _w_BeginQuorumEpochResponseData_v1(m: BeginQuorumEpochResponseData, out: byt
 def _r_BeginQuorumEpochResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> BeginQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_BeginQuorumEpochResponseData_ihii
     )
     return BeginQuorumEpochResponseData.PartitionData(
         f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []
@@ -538,8 +536,8 @@ def _r_BeginQuorumEpochResponseData_v0(r: ByteReader) -> BeginQuorumEpochRespons
 def _r_BeginQuorumEpochResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> BeginQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_BeginQuorumEpochResponseData_ihii
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -819,9 +817,7 @@ def _w_EndQuorumEpochRequestData_v1(m: EndQuorumEpochRequestData, out: bytearray
 def _r_EndQuorumEpochRequestData_PartitionData_v0(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.PartitionData:
-    (f_partition_index, f_leader_id, f_leader_epoch) = _S_EndQuorumEpochRequestData_iii.unpack_from(
-        r.buffer, r.take(12)
-    )
+    (f_partition_index, f_leader_id, f_leader_epoch) = r.unpack(_S_EndQuorumEpochRequestData_iii)
     n_preferred_successors0 = r.read_array_length()
     f_preferred_successors: list[int]
     if n_preferred_successors0 < 0:
@@ -860,8 +856,8 @@ def _r_EndQuorumEpochRequestData_v0(r: ByteReader) -> EndQuorumEpochRequestData:
 def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.ReplicaInfo:
-    (f_candidate_id, f_candidate_directory_id_msb, f_candidate_directory_id_lsb) = (
-        _S_EndQuorumEpochRequestData_iqq.unpack_from(r.buffer, r.take(20))
+    (f_candidate_id, f_candidate_directory_id_msb, f_candidate_directory_id_lsb) = r.unpack(
+        _S_EndQuorumEpochRequestData_iqq
     )
     f_candidate_directory_id = Uuid(f_candidate_directory_id_msb, f_candidate_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -877,9 +873,7 @@ def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
 def _r_EndQuorumEpochRequestData_PartitionData_v1(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.PartitionData:
-    (f_partition_index, f_leader_id, f_leader_epoch) = _S_EndQuorumEpochRequestData_iii.unpack_from(
-        r.buffer, r.take(12)
-    )
+    (f_partition_index, f_leader_id, f_leader_epoch) = r.unpack(_S_EndQuorumEpochRequestData_iii)
     n_preferred_candidates0 = r.read_compact_array_length()
     f_preferred_candidates: list[EndQuorumEpochRequestData.ReplicaInfo]
     if n_preferred_candidates0 < 0:
@@ -1132,8 +1126,8 @@ def _w_EndQuorumEpochResponseData_v1(m: EndQuorumEpochResponseData, out: bytearr
 def _r_EndQuorumEpochResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> EndQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_EndQuorumEpochResponseData_ihii
     )
     return EndQuorumEpochResponseData.PartitionData(
         f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []
@@ -1169,8 +1163,8 @@ def _r_EndQuorumEpochResponseData_v0(r: ByteReader) -> EndQuorumEpochResponseDat
 def _r_EndQuorumEpochResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> EndQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_EndQuorumEpochResponseData_ihii
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

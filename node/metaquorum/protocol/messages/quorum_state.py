@@ -162,9 +162,7 @@ def _r_QuorumStateData_Voter_v0(r: ByteReader) -> QuorumStateData.Voter:
 
 def _r_QuorumStateData_v0(r: ByteReader) -> QuorumStateData:
     f_cluster_id = r.read_compact_string()
-    (f_leader_id, f_leader_epoch, f_voted_id, f_applied_offset) = (
-        _S_QuorumStateData_iiiq.unpack_from(r.buffer, r.take(20))
-    )
+    (f_leader_id, f_leader_epoch, f_voted_id, f_applied_offset) = r.unpack(_S_QuorumStateData_iiiq)
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[QuorumStateData.Voter] | None
     if n_current_voters0 < 0:
@@ -197,7 +195,7 @@ def _r_QuorumStateData_v1(r: ByteReader) -> QuorumStateData:
         f_voted_id,
         f_voted_directory_id_msb,
         f_voted_directory_id_lsb,
-    ) = _S_QuorumStateData_iiiqq.unpack_from(r.buffer, r.take(28))
+    ) = r.unpack(_S_QuorumStateData_iiiqq)
     f_voted_directory_id = Uuid(f_voted_directory_id_msb, f_voted_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

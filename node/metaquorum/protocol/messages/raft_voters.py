@@ -170,8 +170,8 @@ def _r_AddRaftVoterRequestData_Listener_v0(r: ByteReader) -> AddRaftVoterRequest
 
 def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_AddRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_AddRaftVoterRequestData_iiqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
@@ -194,8 +194,8 @@ def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
 
 def _r_AddRaftVoterRequestData_v1(r: ByteReader) -> AddRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_AddRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_AddRaftVoterRequestData_iiqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
@@ -284,9 +284,7 @@ def _w_AddRaftVoterResponseData_v0(m: AddRaftVoterResponseData, out: bytearray) 
 
 
 def _r_AddRaftVoterResponseData_v0(r: ByteReader) -> AddRaftVoterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_AddRaftVoterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_AddRaftVoterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -364,8 +362,8 @@ def _w_RemoveRaftVoterRequestData_v0(m: RemoveRaftVoterRequestData, out: bytearr
 
 def _r_RemoveRaftVoterRequestData_v0(r: ByteReader) -> RemoveRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_RemoveRaftVoterRequestData_iqq.unpack_from(r.buffer, r.take(20))
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_RemoveRaftVoterRequestData_iqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -439,9 +437,7 @@ def _w_RemoveRaftVoterResponseData_v0(m: RemoveRaftVoterResponseData, out: bytea
 
 
 def _r_RemoveRaftVoterResponseData_v0(r: ByteReader) -> RemoveRaftVoterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_RemoveRaftVoterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_RemoveRaftVoterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -588,9 +584,7 @@ def _r_UpdateRaftVoterRequestData_Listener_v0(r: ByteReader) -> UpdateRaftVoterR
 def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
     r: ByteReader,
 ) -> UpdateRaftVoterRequestData.KRaftVersionFeature:
-    (f_min_supported_version, f_max_supported_version) = (
-        _S_UpdateRaftVoterRequestData_hh.unpack_from(r.buffer, r.take(4))
-    )
+    (f_min_supported_version, f_max_supported_version) = r.unpack(_S_UpdateRaftVoterRequestData_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -606,7 +600,7 @@ def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
 def _r_UpdateRaftVoterRequestData_v0(r: ByteReader) -> UpdateRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
     (f_current_leader_epoch, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_UpdateRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+        r.unpack(_S_UpdateRaftVoterRequestData_iiqq)
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
@@ -728,9 +722,7 @@ def _w_UpdateRaftVoterResponseData_v0(m: UpdateRaftVoterResponseData, out: bytea
 def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
     r: ByteReader,
 ) -> UpdateRaftVoterResponseData.CurrentLeader:
-    (f_leader_id, f_leader_epoch) = _S_UpdateRaftVoterResponseData_ii.unpack_from(
-        r.buffer, r.take(8)
-    )
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_UpdateRaftVoterResponseData_ii)
     f_host = r.read_compact_string()
     f_port = r.read_int32()
     unk: list[RawTaggedField] = []
@@ -746,9 +738,7 @@ def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
 
 
 def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateRaftVoterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateRaftVoterResponseData_ih)
     f_current_leader: UpdateRaftVoterResponseData.CurrentLeader = (
         UpdateRaftVoterResponseData.CurrentLeader()
     )

@@ -186,9 +186,7 @@ def _r_UpdateFeaturesRequestData_FeatureUpdateKey_v0(
     r: ByteReader,
 ) -> UpdateFeaturesRequestData.FeatureUpdateKey:
     f_feature = r.read_compact_string()
-    (f_max_version_level, f_allow_downgrade) = _S_UpdateFeaturesRequestData_ho.unpack_from(
-        r.buffer, r.take(3)
-    )
+    (f_max_version_level, f_allow_downgrade) = r.unpack(_S_UpdateFeaturesRequestData_ho)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -225,9 +223,7 @@ def _r_UpdateFeaturesRequestData_FeatureUpdateKey_v1(
     r: ByteReader,
 ) -> UpdateFeaturesRequestData.FeatureUpdateKey:
     f_feature = r.read_compact_string()
-    (f_max_version_level, f_upgrade_type) = _S_UpdateFeaturesRequestData_hb.unpack_from(
-        r.buffer, r.take(3)
-    )
+    (f_max_version_level, f_upgrade_type) = r.unpack(_S_UpdateFeaturesRequestData_hb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -402,9 +398,7 @@ def _r_UpdateFeaturesResponseData_UpdatableFeatureResult_v0(
 
 
 def _r_UpdateFeaturesResponseData_v0(r: ByteReader) -> UpdateFeaturesResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateFeaturesResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateFeaturesResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     n_results0 = r.read_compact_array_length()
     f_results: list[UpdateFeaturesResponseData.UpdatableFeatureResult]
@@ -427,9 +421,7 @@ def _r_UpdateFeaturesResponseData_v0(r: ByteReader) -> UpdateFeaturesResponseDat
 
 
 def _r_UpdateFeaturesResponseData_v1(r: ByteReader) -> UpdateFeaturesResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateFeaturesResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateFeaturesResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     n_results0 = r.read_compact_array_length()
     f_results: list[UpdateFeaturesResponseData.UpdatableFeatureResult]
@@ -452,9 +444,7 @@ def _r_UpdateFeaturesResponseData_v1(r: ByteReader) -> UpdateFeaturesResponseDat
 
 
 def _r_UpdateFeaturesResponseData_v2(r: ByteReader) -> UpdateFeaturesResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateFeaturesResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateFeaturesResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

@@ -240,7 +240,7 @@ def _w_VoteRequestData_v2(m: VoteRequestData, out: bytearray) -> None:
 
 def _r_VoteRequestData_PartitionData_v0(r: ByteReader) -> VoteRequestData.PartitionData:
     (f_partition_index, f_replica_epoch, f_replica_id, f_last_offset_epoch, f_last_offset) = (
-        _S_VoteRequestData_iiiiq.unpack_from(r.buffer, r.take(24))
+        r.unpack(_S_VoteRequestData_iiiiq)
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -309,7 +309,7 @@ def _r_VoteRequestData_PartitionData_v1(r: ByteReader) -> VoteRequestData.Partit
         f_voter_directory_id_lsb,
         f_last_offset_epoch,
         f_last_offset,
-    ) = _S_VoteRequestData_iiiqqqqiq.unpack_from(r.buffer, r.take(56))
+    ) = r.unpack(_S_VoteRequestData_iiiqqqqiq)
     f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -381,7 +381,7 @@ def _r_VoteRequestData_PartitionData_v2(r: ByteReader) -> VoteRequestData.Partit
         f_last_offset_epoch,
         f_last_offset,
         f_pre_vote,
-    ) = _S_VoteRequestData_iiiqqqqiqo.unpack_from(r.buffer, r.take(57))
+    ) = r.unpack(_S_VoteRequestData_iiiqqqqiqo)
     f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -576,8 +576,8 @@ def _w_VoteResponseData_v1(m: VoteResponseData, out: bytearray) -> None:
 
 
 def _r_VoteResponseData_PartitionData_v0(r: ByteReader) -> VoteResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted) = (
-        _S_VoteResponseData_ihiio.unpack_from(r.buffer, r.take(15))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted) = r.unpack(
+        _S_VoteResponseData_ihiio
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
