@@ -231,11 +231,17 @@ class StructEmitter:
                 for fld in sorted(tagged, key=lambda x: x.tag or 0):
                     expr = f"m.{fld.py_name}"
                     body.append(f"if {self.non_default_cond(fld, expr)}:")
+                    packed = self.packed_value(fld, expr)
+                    if packed is not None:  # a fixed-width value: its packer's bytes as they are
+                        body.append(f"    tf.append(({fld.tag}, {packed}))")
+                        continue
                     inner = ["b = bytearray()"]
                     inner += self.write_value(fld, expr, v, flexible=flexible, o="b", depth=0)
                     inner.append(f"tf.append(({fld.tag}, bytes(b)))")
                     body += _indent(inner)
-                body.append("_codec.write_tagged(out, tf, m.unknown_tagged_fields)")
+                body += ["if tf or m.unknown_tagged_fields:",
+                         "    _codec.write_tagged(out, tf, m.unknown_tagged_fields)",
+                         "else:", "    out.append(0)"]  # fmt: skip
         else:
             body += ["if m.unknown_tagged_fields:",
                      f'    raise _codec.tags_unsupported("{where}", {v})']  # fmt: skip
@@ -255,14 +261,16 @@ class StructEmitter:
         if fld.is_array:
             a, e = f"a_{fld.py_name}{depth}", f"e_{fld.py_name}{depth}"
             null_marker = "0" if compact else "0xFF, 0xFF, 0xFF, 0xFF"
-            length = (f"write_unsigned_varint({o}, len({a}) + 1)" if compact
-                      else f"{o} += _P32(len({a}))")  # fmt: skip
+            # A compact count below 127 is one byte: appended here, no call (docs/performance.md).
+            length = ([f"if len({a}) < 127:", f"    {o}.append(len({a}) + 1)", "else:",
+                       f"    write_unsigned_varint({o}, len({a}) + 1)"] if compact
+                      else [f"{o} += _P32(len({a}))"])  # fmt: skip
             if fld.is_struct:
                 elem = [f"{self.writer(fld.element_type, v)}({e}, {o})"]
             else:
                 elem_fld = Field(fld.name, fld.element_type, fld.versions)
                 elem = self.write_value(elem_fld, e, v, flexible=flexible, o=o, depth=depth + 1)
-            loop = [length, f"for {e} in {a}:", *_indent(elem)]
+            loop = [*length, f"for {e} in {a}:", *_indent(elem)]
             lines = [f"{a} = {expr}"]
             if nullable:
                 lines += [f"if {a} is None:", f"    {o}.extend(({null_marker},))", "else:"]
@@ -286,6 +294,16 @@ class StructEmitter:
                     f'    raise _codec.null_in_non_nullable("{fld.json_name}", {v})',
                     f"{fn}({o}, {expr})"]  # fmt: skip
         return [f"{fn}({o}, {expr})"]
+
+    def packed_value(self, fld: Field, expr: str) -> str | None:
+        """The bytes of a fixed-width (non-array) value as one packer call, or None."""
+        if fld.is_array or fld.is_struct:
+            return None
+        if fld.type in _PACK:
+            return f"{_PACK[fld.type]}({expr})"
+        if fld.type == "uuid":
+            return f"_PUUID({expr}.most_significant_bits, {expr}.least_significant_bits)"
+        return None
 
     def _run_struct(self, run: list[Field]) -> str:
         fmt = "".join(_FMT[f.type] for f in run)

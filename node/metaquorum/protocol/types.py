@@ -386,15 +386,25 @@ def write_compact_string(out: bytearray, value: str) -> None:
     data = _utf8(value, "string")
     if len(data) > MAX_INT16_STRING:
         raise ProtocolError(f"string of {len(data)} bytes is too long (max 32767)")
-    write_unsigned_varint(out, len(data) + 1)
+    if len(data) < 0x7F:  # the length is one varint byte: no call
+        out.append(len(data) + 1)
+    else:
+        write_unsigned_varint(out, len(data) + 1)
     out += data
 
 
 def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
     if value is None:
         out.append(0)
+        return
+    data = _utf8(value, "string")
+    if len(data) > MAX_INT16_STRING:
+        raise ProtocolError(f"string of {len(data)} bytes is too long (max 32767)")
+    if len(data) < 0x7F:
+        out.append(len(data) + 1)
     else:
-        write_compact_string(out, value)
+        write_unsigned_varint(out, len(data) + 1)
+    out += data
 
 
 def write_bytes(out: bytearray, value: Buffer) -> None:
@@ -418,7 +428,8 @@ def write_compact_nullable_bytes(out: bytearray, value: Buffer | None) -> None:
     if value is None:
         out.append(0)
     else:
-        write_compact_bytes(out, value)
+        write_unsigned_varint(out, len(value) + 1)
+        out += value
 
 
 def write_uuid(out: bytearray, value: Uuid) -> None:

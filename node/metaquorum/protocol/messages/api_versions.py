@@ -315,7 +315,10 @@ def _w_ApiVersionsResponseData_FinalizedFeatureKey_v3(
 def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_api_keys0 = m.api_keys
-    write_unsigned_varint(out, len(a_api_keys0) + 1)
+    if len(a_api_keys0) < 127:
+        out.append(len(a_api_keys0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_api_keys0) + 1)
     for e_api_keys0 in a_api_keys0:
         _w_ApiVersionsResponseData_ApiVersion_v3(e_api_keys0, out)
     out += _P32(m.throttle_time_ms)
@@ -323,18 +326,22 @@ def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) ->
     if m.supported_features:
         b = bytearray()
         a_supported_features0 = m.supported_features
-        write_unsigned_varint(b, len(a_supported_features0) + 1)
+        if len(a_supported_features0) < 127:
+            b.append(len(a_supported_features0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_supported_features0) + 1)
         for e_supported_features0 in a_supported_features0:
             _w_ApiVersionsResponseData_SupportedFeatureKey_v3(e_supported_features0, b)
         tf.append((0, bytes(b)))
     if m.finalized_features_epoch != -1:
-        b = bytearray()
-        b += _P64(m.finalized_features_epoch)
-        tf.append((1, bytes(b)))
+        tf.append((1, _P64(m.finalized_features_epoch)))
     if m.finalized_features:
         b = bytearray()
         a_finalized_features0 = m.finalized_features
-        write_unsigned_varint(b, len(a_finalized_features0) + 1)
+        if len(a_finalized_features0) < 127:
+            b.append(len(a_finalized_features0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_finalized_features0) + 1)
         for e_finalized_features0 in a_finalized_features0:
             _w_ApiVersionsResponseData_FinalizedFeatureKey_v3(e_finalized_features0, b)
         tf.append((2, bytes(b)))
@@ -342,7 +349,10 @@ def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) ->
         b = bytearray()
         b.append(1 if m.zk_migration_ready else 0)
         tf.append((3, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v0(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:

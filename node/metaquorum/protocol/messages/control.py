@@ -115,11 +115,17 @@ def _w_LeaderChangeMessage_Voter_v0(m: LeaderChangeMessage.Voter, out: bytearray
 def _w_LeaderChangeMessage_v0(m: LeaderChangeMessage, out: bytearray) -> None:
     out += _S_LeaderChangeMessage_hi.pack(m.version, m.leader_id)
     a_voters0 = m.voters
-    write_unsigned_varint(out, len(a_voters0) + 1)
+    if len(a_voters0) < 127:
+        out.append(len(a_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
         _w_LeaderChangeMessage_Voter_v0(e_voters0, out)
     a_granting_voters0 = m.granting_voters
-    write_unsigned_varint(out, len(a_granting_voters0) + 1)
+    if len(a_granting_voters0) < 127:
+        out.append(len(a_granting_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_granting_voters0) + 1)
     for e_granting_voters0 in a_granting_voters0:
         _w_LeaderChangeMessage_Voter_v0(e_granting_voters0, out)
     if m.unknown_tagged_fields:
@@ -143,11 +149,17 @@ def _w_LeaderChangeMessage_Voter_v1(m: LeaderChangeMessage.Voter, out: bytearray
 def _w_LeaderChangeMessage_v1(m: LeaderChangeMessage, out: bytearray) -> None:
     out += _S_LeaderChangeMessage_hi.pack(m.version, m.leader_id)
     a_voters0 = m.voters
-    write_unsigned_varint(out, len(a_voters0) + 1)
+    if len(a_voters0) < 127:
+        out.append(len(a_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
         _w_LeaderChangeMessage_Voter_v1(e_voters0, out)
     a_granting_voters0 = m.granting_voters
-    write_unsigned_varint(out, len(a_granting_voters0) + 1)
+    if len(a_granting_voters0) < 127:
+        out.append(len(a_granting_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_granting_voters0) + 1)
     for e_granting_voters0 in a_granting_voters0:
         _w_LeaderChangeMessage_Voter_v1(e_granting_voters0, out)
     if m.unknown_tagged_fields:
@@ -541,7 +553,10 @@ def _w_VotersRecord_Voter_v0(m: VotersRecord.Voter, out: bytearray) -> None:
         m.voter_directory_id.least_significant_bits,
     )
     a_endpoints0 = m.endpoints
-    write_unsigned_varint(out, len(a_endpoints0) + 1)
+    if len(a_endpoints0) < 127:
+        out.append(len(a_endpoints0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_endpoints0) + 1)
     for e_endpoints0 in a_endpoints0:
         _w_VotersRecord_Endpoint_v0(e_endpoints0, out)
     _w_VotersRecord_KRaftVersionFeature_v0(m.kraft_version_feature, out)
@@ -554,7 +569,10 @@ def _w_VotersRecord_Voter_v0(m: VotersRecord.Voter, out: bytearray) -> None:
 def _w_VotersRecord_v0(m: VotersRecord, out: bytearray) -> None:
     out += _P16(m.version)
     a_voters0 = m.voters
-    write_unsigned_varint(out, len(a_voters0) + 1)
+    if len(a_voters0) < 127:
+        out.append(len(a_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
         _w_VotersRecord_Voter_v0(e_voters0, out)
     if m.unknown_tagged_fields:

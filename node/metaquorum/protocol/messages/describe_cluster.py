@@ -269,7 +269,10 @@ def _w_DescribeClusterResponseData_v0(m: DescribeClusterResponseData, out: bytea
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
-    write_unsigned_varint(out, len(a_brokers0) + 1)
+    if len(a_brokers0) < 127:
+        out.append(len(a_brokers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_brokers0) + 1)
     for e_brokers0 in a_brokers0:
         _w_DescribeClusterResponseData_DescribeClusterBroker_v0(e_brokers0, out)
     out += _P32(m.cluster_authorized_operations)
@@ -301,7 +304,10 @@ def _w_DescribeClusterResponseData_v1(m: DescribeClusterResponseData, out: bytea
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
-    write_unsigned_varint(out, len(a_brokers0) + 1)
+    if len(a_brokers0) < 127:
+        out.append(len(a_brokers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_brokers0) + 1)
     for e_brokers0 in a_brokers0:
         _w_DescribeClusterResponseData_DescribeClusterBroker_v1(e_brokers0, out)
     out += _P32(m.cluster_authorized_operations)
@@ -332,7 +338,10 @@ def _w_DescribeClusterResponseData_v2(m: DescribeClusterResponseData, out: bytea
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
-    write_unsigned_varint(out, len(a_brokers0) + 1)
+    if len(a_brokers0) < 127:
+        out.append(len(a_brokers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_brokers0) + 1)
     for e_brokers0 in a_brokers0:
         _w_DescribeClusterResponseData_DescribeClusterBroker_v2(e_brokers0, out)
     out += _P32(m.cluster_authorized_operations)

@@ -114,7 +114,10 @@ def _w_DescribeQuorumRequestData_TopicData_v0(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumRequestData_PartitionData_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -125,7 +128,10 @@ def _w_DescribeQuorumRequestData_TopicData_v0(
 
 def _w_DescribeQuorumRequestData_v0(m: DescribeQuorumRequestData, out: bytearray) -> None:
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumRequestData_TopicData_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -388,11 +394,17 @@ def _w_DescribeQuorumResponseData_PartitionData_v0(
         m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
     )
     a_current_voters0 = m.current_voters
-    write_unsigned_varint(out, len(a_current_voters0) + 1)
+    if len(a_current_voters0) < 127:
+        out.append(len(a_current_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
         _w_DescribeQuorumResponseData_ReplicaState_v0(e_current_voters0, out)
     a_observers0 = m.observers
-    write_unsigned_varint(out, len(a_observers0) + 1)
+    if len(a_observers0) < 127:
+        out.append(len(a_observers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_observers0) + 1)
     for e_observers0 in a_observers0:
         _w_DescribeQuorumResponseData_ReplicaState_v0(e_observers0, out)
     if m.unknown_tagged_fields:
@@ -406,7 +418,10 @@ def _w_DescribeQuorumResponseData_TopicData_v0(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumResponseData_PartitionData_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -420,7 +435,10 @@ def _w_DescribeQuorumResponseData_v0(m: DescribeQuorumResponseData, out: bytearr
         raise _codec.non_default("nodes", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -450,11 +468,17 @@ def _w_DescribeQuorumResponseData_PartitionData_v1(
         m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
     )
     a_current_voters0 = m.current_voters
-    write_unsigned_varint(out, len(a_current_voters0) + 1)
+    if len(a_current_voters0) < 127:
+        out.append(len(a_current_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
         _w_DescribeQuorumResponseData_ReplicaState_v1(e_current_voters0, out)
     a_observers0 = m.observers
-    write_unsigned_varint(out, len(a_observers0) + 1)
+    if len(a_observers0) < 127:
+        out.append(len(a_observers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_observers0) + 1)
     for e_observers0 in a_observers0:
         _w_DescribeQuorumResponseData_ReplicaState_v1(e_observers0, out)
     if m.unknown_tagged_fields:
@@ -468,7 +492,10 @@ def _w_DescribeQuorumResponseData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumResponseData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -482,7 +509,10 @@ def _w_DescribeQuorumResponseData_v1(m: DescribeQuorumResponseData, out: bytearr
         raise _codec.non_default("nodes", 1)
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v1(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -515,11 +545,17 @@ def _w_DescribeQuorumResponseData_PartitionData_v2(
     write_compact_nullable_string(out, m.error_message)
     out += _S_DescribeQuorumResponseData_iiq.pack(m.leader_id, m.leader_epoch, m.high_watermark)
     a_current_voters0 = m.current_voters
-    write_unsigned_varint(out, len(a_current_voters0) + 1)
+    if len(a_current_voters0) < 127:
+        out.append(len(a_current_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
         _w_DescribeQuorumResponseData_ReplicaState_v2(e_current_voters0, out)
     a_observers0 = m.observers
-    write_unsigned_varint(out, len(a_observers0) + 1)
+    if len(a_observers0) < 127:
+        out.append(len(a_observers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_observers0) + 1)
     for e_observers0 in a_observers0:
         _w_DescribeQuorumResponseData_ReplicaState_v2(e_observers0, out)
     if m.unknown_tagged_fields:
@@ -533,7 +569,10 @@ def _w_DescribeQuorumResponseData_TopicData_v2(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumResponseData_PartitionData_v2(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -559,7 +598,10 @@ def _w_DescribeQuorumResponseData_Node_v2(
 ) -> None:
     out += _P32(m.node_id)
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_DescribeQuorumResponseData_Listener_v2(e_listeners0, out)
     if m.unknown_tagged_fields:
@@ -572,11 +614,17 @@ def _w_DescribeQuorumResponseData_v2(m: DescribeQuorumResponseData, out: bytearr
     out += _P16(m.error_code)
     write_compact_nullable_string(out, m.error_message)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v2(e_topics0, out)
     a_nodes0 = m.nodes
-    write_unsigned_varint(out, len(a_nodes0) + 1)
+    if len(a_nodes0) < 127:
+        out.append(len(a_nodes0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_nodes0) + 1)
     for e_nodes0 in a_nodes0:
         _w_DescribeQuorumResponseData_Node_v2(e_nodes0, out)
     if m.unknown_tagged_fields:

@@ -589,7 +589,10 @@ def _w_FetchRequestData_FetchPartition_v12(
 def _w_FetchRequestData_FetchTopic_v12(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     write_compact_string(out, m.topic)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -603,7 +606,10 @@ def _w_FetchRequestData_ForgottenTopic_v12(
 ) -> None:
     write_compact_string(out, m.topic)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         out += _P32(e_partitions0)
     if m.unknown_tagged_fields:
@@ -625,11 +631,17 @@ def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
         m.session_epoch,
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v12(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v12(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -638,13 +650,19 @@ def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchTopic_v13(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -658,7 +676,10 @@ def _w_FetchRequestData_ForgottenTopic_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         out += _P32(e_partitions0)
     if m.unknown_tagged_fields:
@@ -680,11 +701,17 @@ def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
         m.session_epoch,
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -693,7 +720,10 @@ def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
@@ -709,11 +739,17 @@ def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
         m.session_epoch,
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -722,7 +758,10 @@ def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_ReplicaState_v15(m: FetchRequestData.ReplicaState, out: bytearray) -> None:
@@ -740,11 +779,17 @@ def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -757,7 +802,10 @@ def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
@@ -767,11 +815,17 @@ def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -784,7 +838,10 @@ def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchPartition_v17(
@@ -800,19 +857,28 @@ def _w_FetchRequestData_FetchPartition_v17(
     )
     tf: list[tuple[int, bytes]] = []
     if m.replica_directory_id != Uuid.ZERO:
-        b = bytearray()
-        b += _PUUID(
-            m.replica_directory_id.most_significant_bits,
-            m.replica_directory_id.least_significant_bits,
+        tf.append(
+            (
+                0,
+                _PUUID(
+                    m.replica_directory_id.most_significant_bits,
+                    m.replica_directory_id.least_significant_bits,
+                ),
+            )
         )
-        tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchTopic_v17(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v17(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -828,11 +894,17 @@ def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v17(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -845,7 +917,10 @@ def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchPartition_v18(
@@ -861,23 +936,30 @@ def _w_FetchRequestData_FetchPartition_v18(
     )
     tf: list[tuple[int, bytes]] = []
     if m.replica_directory_id != Uuid.ZERO:
-        b = bytearray()
-        b += _PUUID(
-            m.replica_directory_id.most_significant_bits,
-            m.replica_directory_id.least_significant_bits,
+        tf.append(
+            (
+                0,
+                _PUUID(
+                    m.replica_directory_id.most_significant_bits,
+                    m.replica_directory_id.least_significant_bits,
+                ),
+            )
         )
-        tf.append((0, bytes(b)))
     if m.high_watermark != 9223372036854775807:
-        b = bytearray()
-        b += _P64(m.high_watermark)
-        tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+        tf.append((1, _P64(m.high_watermark)))
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchTopic_v18(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v18(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -893,11 +975,17 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v18(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -910,7 +998,10 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequestData_FetchPartition_v4(r: ByteReader) -> FetchRequestData.FetchPartition:
@@ -3046,7 +3137,10 @@ def _w_FetchResponseData_PartitionData_v12(
     if a_aborted_transactions0 is None:
         out.extend((0,))
     else:
-        write_unsigned_varint(out, len(a_aborted_transactions0) + 1)
+        if len(a_aborted_transactions0) < 127:
+            out.append(len(a_aborted_transactions0) + 1)
+        else:
+            write_unsigned_varint(out, len(a_aborted_transactions0) + 1)
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v12(e_aborted_transactions0, out)
     out += _P32(m.preferred_read_replica)
@@ -3064,7 +3158,10 @@ def _w_FetchResponseData_PartitionData_v12(
         b = bytearray()
         _w_FetchResponseData_SnapshotId_v12(m.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchResponseData_FetchableTopicResponse_v12(
@@ -3072,7 +3169,10 @@ def _w_FetchResponseData_FetchableTopicResponse_v12(
 ) -> None:
     write_compact_string(out, m.topic)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchResponseData_PartitionData_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -3086,7 +3186,10 @@ def _w_FetchResponseData_v12(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 12)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v12(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3100,7 +3203,10 @@ def _w_FetchResponseData_FetchableTopicResponse_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchResponseData_PartitionData_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -3114,7 +3220,10 @@ def _w_FetchResponseData_v13(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 13)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3128,7 +3237,10 @@ def _w_FetchResponseData_v14(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 14)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3142,7 +3254,10 @@ def _w_FetchResponseData_v15(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 15)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3167,18 +3282,27 @@ def _w_FetchResponseData_NodeEndpoint_v16(
 def _w_FetchResponseData_v16(m: FetchResponseData, out: bytearray) -> None:
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_FetchResponseData_NodeEndpoint_v16(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchResponseData_AbortedTransaction_v4(

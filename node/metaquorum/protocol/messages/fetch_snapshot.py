@@ -150,7 +150,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v0(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotRequestData_PartitionSnapshot_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -162,7 +165,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v0(
 def _w_FetchSnapshotRequestData_v0(m: FetchSnapshotRequestData, out: bytearray) -> None:
     out += _S_FetchSnapshotRequestData_ii.pack(m.replica_id, m.max_bytes)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotRequestData_TopicSnapshot_v0(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
@@ -170,7 +176,10 @@ def _w_FetchSnapshotRequestData_v0(m: FetchSnapshotRequestData, out: bytearray) 
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotRequestData_PartitionSnapshot_v1(
@@ -181,13 +190,19 @@ def _w_FetchSnapshotRequestData_PartitionSnapshot_v1(
     out += _P64(m.position)
     tf: list[tuple[int, bytes]] = []
     if m.replica_directory_id != Uuid.ZERO:
-        b = bytearray()
-        b += _PUUID(
-            m.replica_directory_id.most_significant_bits,
-            m.replica_directory_id.least_significant_bits,
+        tf.append(
+            (
+                0,
+                _PUUID(
+                    m.replica_directory_id.most_significant_bits,
+                    m.replica_directory_id.least_significant_bits,
+                ),
+            )
         )
-        tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
@@ -195,7 +210,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotRequestData_PartitionSnapshot_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -207,7 +225,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
 def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) -> None:
     out += _S_FetchSnapshotRequestData_ii.pack(m.replica_id, m.max_bytes)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotRequestData_TopicSnapshot_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
@@ -215,7 +236,10 @@ def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) 
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotRequestData.SnapshotId:
@@ -512,7 +536,10 @@ def _w_FetchSnapshotResponseData_PartitionSnapshot_v0(
         b = bytearray()
         _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotResponseData_TopicSnapshot_v0(
@@ -520,7 +547,10 @@ def _w_FetchSnapshotResponseData_TopicSnapshot_v0(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotResponseData_PartitionSnapshot_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -534,7 +564,10 @@ def _w_FetchSnapshotResponseData_v0(m: FetchSnapshotResponseData, out: bytearray
         raise _codec.non_default("nodeEndpoints", 0)
     out += _S_FetchSnapshotResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotResponseData_TopicSnapshot_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -557,7 +590,10 @@ def _w_FetchSnapshotResponseData_PartitionSnapshot_v1(
         b = bytearray()
         _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotResponseData_TopicSnapshot_v1(
@@ -565,7 +601,10 @@ def _w_FetchSnapshotResponseData_TopicSnapshot_v1(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotResponseData_PartitionSnapshot_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -589,18 +628,27 @@ def _w_FetchSnapshotResponseData_NodeEndpoint_v1(
 def _w_FetchSnapshotResponseData_v1(m: FetchSnapshotResponseData, out: bytearray) -> None:
     out += _S_FetchSnapshotResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotResponseData_TopicSnapshot_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_FetchSnapshotResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotResponseData_SnapshotId_v0(

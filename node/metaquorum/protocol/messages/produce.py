@@ -313,7 +313,10 @@ def _w_ProduceRequestData_TopicProduceData_v9(
 ) -> None:
     write_compact_string(out, m.name)
     a_partition_data0 = m.partition_data
-    write_unsigned_varint(out, len(a_partition_data0) + 1)
+    if len(a_partition_data0) < 127:
+        out.append(len(a_partition_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_data0) + 1)
     for e_partition_data0 in a_partition_data0:
         _w_ProduceRequestData_PartitionProduceData_v9(e_partition_data0, out)
     if m.unknown_tagged_fields:
@@ -326,7 +329,10 @@ def _w_ProduceRequestData_v9(m: ProduceRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.transactional_id)
     out += _S_ProduceRequestData_hi.pack(m.acks, m.timeout_ms)
     a_topic_data0 = m.topic_data
-    write_unsigned_varint(out, len(a_topic_data0) + 1)
+    if len(a_topic_data0) < 127:
+        out.append(len(a_topic_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topic_data0) + 1)
     for e_topic_data0 in a_topic_data0:
         _w_ProduceRequestData_TopicProduceData_v9(e_topic_data0, out)
     if m.unknown_tagged_fields:
@@ -340,7 +346,10 @@ def _w_ProduceRequestData_TopicProduceData_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partition_data0 = m.partition_data
-    write_unsigned_varint(out, len(a_partition_data0) + 1)
+    if len(a_partition_data0) < 127:
+        out.append(len(a_partition_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_data0) + 1)
     for e_partition_data0 in a_partition_data0:
         _w_ProduceRequestData_PartitionProduceData_v9(e_partition_data0, out)
     if m.unknown_tagged_fields:
@@ -353,7 +362,10 @@ def _w_ProduceRequestData_v13(m: ProduceRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.transactional_id)
     out += _S_ProduceRequestData_hi.pack(m.acks, m.timeout_ms)
     a_topic_data0 = m.topic_data
-    write_unsigned_varint(out, len(a_topic_data0) + 1)
+    if len(a_topic_data0) < 127:
+        out.append(len(a_topic_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topic_data0) + 1)
     for e_topic_data0 in a_topic_data0:
         _w_ProduceRequestData_TopicProduceData_v13(e_topic_data0, out)
     if m.unknown_tagged_fields:
@@ -1116,7 +1128,10 @@ def _w_ProduceResponseData_PartitionProduceResponse_v9(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
     )
     a_record_errors0 = m.record_errors
-    write_unsigned_varint(out, len(a_record_errors0) + 1)
+    if len(a_record_errors0) < 127:
+        out.append(len(a_record_errors0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_record_errors0) + 1)
     for e_record_errors0 in a_record_errors0:
         _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(e_record_errors0, out)
     write_compact_nullable_string(out, m.error_message)
@@ -1131,7 +1146,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v9(
 ) -> None:
     write_compact_string(out, m.name)
     a_partition_responses0 = m.partition_responses
-    write_unsigned_varint(out, len(a_partition_responses0) + 1)
+    if len(a_partition_responses0) < 127:
+        out.append(len(a_partition_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_responses0) + 1)
     for e_partition_responses0 in a_partition_responses0:
         _w_ProduceResponseData_PartitionProduceResponse_v9(e_partition_responses0, out)
     if m.unknown_tagged_fields:
@@ -1144,7 +1162,10 @@ def _w_ProduceResponseData_v9(m: ProduceResponseData, out: bytearray) -> None:
     if m.node_endpoints:
         raise _codec.non_default("nodeEndpoints", 9)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_ProduceResponseData_TopicProduceResponse_v9(e_responses0, out)
     out += _P32(m.throttle_time_ms)
@@ -1171,7 +1192,10 @@ def _w_ProduceResponseData_PartitionProduceResponse_v10(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
     )
     a_record_errors0 = m.record_errors
-    write_unsigned_varint(out, len(a_record_errors0) + 1)
+    if len(a_record_errors0) < 127:
+        out.append(len(a_record_errors0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_record_errors0) + 1)
     for e_record_errors0 in a_record_errors0:
         _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(e_record_errors0, out)
     write_compact_nullable_string(out, m.error_message)
@@ -1180,7 +1204,10 @@ def _w_ProduceResponseData_PartitionProduceResponse_v10(
         b = bytearray()
         _w_ProduceResponseData_LeaderIdAndEpoch_v10(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_ProduceResponseData_TopicProduceResponse_v10(
@@ -1188,7 +1215,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v10(
 ) -> None:
     write_compact_string(out, m.name)
     a_partition_responses0 = m.partition_responses
-    write_unsigned_varint(out, len(a_partition_responses0) + 1)
+    if len(a_partition_responses0) < 127:
+        out.append(len(a_partition_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_responses0) + 1)
     for e_partition_responses0 in a_partition_responses0:
         _w_ProduceResponseData_PartitionProduceResponse_v10(e_partition_responses0, out)
     if m.unknown_tagged_fields:
@@ -1212,7 +1242,10 @@ def _w_ProduceResponseData_NodeEndpoint_v10(
 
 def _w_ProduceResponseData_v10(m: ProduceResponseData, out: bytearray) -> None:
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_ProduceResponseData_TopicProduceResponse_v10(e_responses0, out)
     out += _P32(m.throttle_time_ms)
@@ -1220,11 +1253,17 @@ def _w_ProduceResponseData_v10(m: ProduceResponseData, out: bytearray) -> None:
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_ProduceResponseData_NodeEndpoint_v10(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_ProduceResponseData_TopicProduceResponse_v13(
@@ -1232,7 +1271,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partition_responses0 = m.partition_responses
-    write_unsigned_varint(out, len(a_partition_responses0) + 1)
+    if len(a_partition_responses0) < 127:
+        out.append(len(a_partition_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_responses0) + 1)
     for e_partition_responses0 in a_partition_responses0:
         _w_ProduceResponseData_PartitionProduceResponse_v10(e_partition_responses0, out)
     if m.unknown_tagged_fields:
@@ -1243,7 +1285,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v13(
 
 def _w_ProduceResponseData_v13(m: ProduceResponseData, out: bytearray) -> None:
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_ProduceResponseData_TopicProduceResponse_v13(e_responses0, out)
     out += _P32(m.throttle_time_ms)
@@ -1251,11 +1296,17 @@ def _w_ProduceResponseData_v13(m: ProduceResponseData, out: bytearray) -> None:
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_ProduceResponseData_NodeEndpoint_v10(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_ProduceResponseData_PartitionProduceResponse_v3(

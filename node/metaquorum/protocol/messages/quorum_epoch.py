@@ -168,7 +168,10 @@ def _w_BeginQuorumEpochRequestData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_BeginQuorumEpochRequestData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -193,11 +196,17 @@ def _w_BeginQuorumEpochRequestData_v1(m: BeginQuorumEpochRequestData, out: bytea
     write_compact_nullable_string(out, m.cluster_id)
     out += _P32(m.voter_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_BeginQuorumEpochRequestData_TopicData_v1(e_topics0, out)
     a_leader_endpoints0 = m.leader_endpoints
-    write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
+    if len(a_leader_endpoints0) < 127:
+        out.append(len(a_leader_endpoints0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
     for e_leader_endpoints0 in a_leader_endpoints0:
         _w_BeginQuorumEpochRequestData_LeaderEndpoint_v1(e_leader_endpoints0, out)
     if m.unknown_tagged_fields:
@@ -458,7 +467,10 @@ def _w_BeginQuorumEpochResponseData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_BeginQuorumEpochResponseData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -482,18 +494,27 @@ def _w_BeginQuorumEpochResponseData_NodeEndpoint_v1(
 def _w_BeginQuorumEpochResponseData_v1(m: BeginQuorumEpochResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_BeginQuorumEpochResponseData_TopicData_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_BeginQuorumEpochResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BeginQuorumEpochResponseData_PartitionData_v0(
@@ -763,7 +784,10 @@ def _w_EndQuorumEpochRequestData_PartitionData_v1(
 ) -> None:
     out += _S_EndQuorumEpochRequestData_iii.pack(m.partition_index, m.leader_id, m.leader_epoch)
     a_preferred_candidates0 = m.preferred_candidates
-    write_unsigned_varint(out, len(a_preferred_candidates0) + 1)
+    if len(a_preferred_candidates0) < 127:
+        out.append(len(a_preferred_candidates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_preferred_candidates0) + 1)
     for e_preferred_candidates0 in a_preferred_candidates0:
         _w_EndQuorumEpochRequestData_ReplicaInfo_v1(e_preferred_candidates0, out)
     if m.unknown_tagged_fields:
@@ -777,7 +801,10 @@ def _w_EndQuorumEpochRequestData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_EndQuorumEpochRequestData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -801,11 +828,17 @@ def _w_EndQuorumEpochRequestData_LeaderEndpoint_v1(
 def _w_EndQuorumEpochRequestData_v1(m: EndQuorumEpochRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_EndQuorumEpochRequestData_TopicData_v1(e_topics0, out)
     a_leader_endpoints0 = m.leader_endpoints
-    write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
+    if len(a_leader_endpoints0) < 127:
+        out.append(len(a_leader_endpoints0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
     for e_leader_endpoints0 in a_leader_endpoints0:
         _w_EndQuorumEpochRequestData_LeaderEndpoint_v1(e_leader_endpoints0, out)
     if m.unknown_tagged_fields:
@@ -1085,7 +1118,10 @@ def _w_EndQuorumEpochResponseData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_EndQuorumEpochResponseData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -1109,18 +1145,27 @@ def _w_EndQuorumEpochResponseData_NodeEndpoint_v1(
 def _w_EndQuorumEpochResponseData_v1(m: EndQuorumEpochResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_EndQuorumEpochResponseData_TopicData_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_EndQuorumEpochResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_EndQuorumEpochResponseData_PartitionData_v0(

@@ -119,7 +119,10 @@ def _w_QuorumStateData_v0(m: QuorumStateData, out: bytearray) -> None:
     if a_current_voters0 is None:
         out.extend((0,))
     else:
-        write_unsigned_varint(out, len(a_current_voters0) + 1)
+        if len(a_current_voters0) < 127:
+            out.append(len(a_current_voters0) + 1)
+        else:
+            write_unsigned_varint(out, len(a_current_voters0) + 1)
         for e_current_voters0 in a_current_voters0:
             _w_QuorumStateData_Voter_v0(e_current_voters0, out)
     if m.unknown_tagged_fields:

@@ -126,7 +126,10 @@ def _w_AddRaftVoterRequestData_v0(m: AddRaftVoterRequestData, out: bytearray) ->
         m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_AddRaftVoterRequestData_Listener_v0(e_listeners0, out)
     if m.unknown_tagged_fields:
@@ -144,7 +147,10 @@ def _w_AddRaftVoterRequestData_v1(m: AddRaftVoterRequestData, out: bytearray) ->
         m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_AddRaftVoterRequestData_Listener_v0(e_listeners0, out)
     out.append(1 if m.ack_when_committed else 0)
@@ -557,7 +563,10 @@ def _w_UpdateRaftVoterRequestData_v0(m: UpdateRaftVoterRequestData, out: bytearr
         m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_UpdateRaftVoterRequestData_Listener_v0(e_listeners0, out)
     _w_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(m.kraft_version_feature, out)
@@ -716,7 +725,10 @@ def _w_UpdateRaftVoterResponseData_v0(m: UpdateRaftVoterResponseData, out: bytea
         b = bytearray()
         _w_UpdateRaftVoterResponseData_CurrentLeader_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(

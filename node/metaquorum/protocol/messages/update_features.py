@@ -121,7 +121,10 @@ def _w_UpdateFeaturesRequestData_v0(m: UpdateFeaturesRequestData, out: bytearray
         raise _codec.non_default("validateOnly", 0)
     out += _P32(m.timeout_ms)
     a_feature_updates0 = m.feature_updates
-    write_unsigned_varint(out, len(a_feature_updates0) + 1)
+    if len(a_feature_updates0) < 127:
+        out.append(len(a_feature_updates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_feature_updates0) + 1)
     for e_feature_updates0 in a_feature_updates0:
         _w_UpdateFeaturesRequestData_FeatureUpdateKey_v0(e_feature_updates0, out)
     if m.unknown_tagged_fields:
@@ -146,7 +149,10 @@ def _w_UpdateFeaturesRequestData_FeatureUpdateKey_v1(
 def _w_UpdateFeaturesRequestData_v1(m: UpdateFeaturesRequestData, out: bytearray) -> None:
     out += _P32(m.timeout_ms)
     a_feature_updates0 = m.feature_updates
-    write_unsigned_varint(out, len(a_feature_updates0) + 1)
+    if len(a_feature_updates0) < 127:
+        out.append(len(a_feature_updates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_feature_updates0) + 1)
     for e_feature_updates0 in a_feature_updates0:
         _w_UpdateFeaturesRequestData_FeatureUpdateKey_v1(e_feature_updates0, out)
     out.append(1 if m.validate_only else 0)
@@ -172,7 +178,10 @@ def _w_UpdateFeaturesRequestData_FeatureUpdateKey_v2(
 def _w_UpdateFeaturesRequestData_v2(m: UpdateFeaturesRequestData, out: bytearray) -> None:
     out += _P32(m.timeout_ms)
     a_feature_updates0 = m.feature_updates
-    write_unsigned_varint(out, len(a_feature_updates0) + 1)
+    if len(a_feature_updates0) < 127:
+        out.append(len(a_feature_updates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_feature_updates0) + 1)
     for e_feature_updates0 in a_feature_updates0:
         _w_UpdateFeaturesRequestData_FeatureUpdateKey_v2(e_feature_updates0, out)
     out.append(1 if m.validate_only else 0)
@@ -361,7 +370,10 @@ def _w_UpdateFeaturesResponseData_v0(m: UpdateFeaturesResponseData, out: bytearr
     out += _S_UpdateFeaturesResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(out, m.error_message)
     a_results0 = m.results
-    write_unsigned_varint(out, len(a_results0) + 1)
+    if len(a_results0) < 127:
+        out.append(len(a_results0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_results0) + 1)
     for e_results0 in a_results0:
         _w_UpdateFeaturesResponseData_UpdatableFeatureResult_v0(e_results0, out)
     if m.unknown_tagged_fields:
