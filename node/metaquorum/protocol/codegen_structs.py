@@ -378,7 +378,9 @@ class StructEmitter:
                 if default.startswith("field(default_factory=list"):
                     default = "[]"
                 elif default.startswith("field("):
-                    default = f"{self.struct_type(fld.element_type)}()"
+                    # A struct's default is built only if its tag is absent (in the return).
+                    body.append(f"f_{fld.py_name}: {self.py_type(fld)} | None = None")
+                    continue
                 body.append(f"f_{fld.py_name}: {self.py_type(fld)} = {default}")
             body += ["unk: list[RawTaggedField] = []",
                      "for _ in range(r.read_unsigned_varint()):",
@@ -409,7 +411,13 @@ class StructEmitter:
                 body += _indent(_KEEP_UNKNOWN)
         # Positional arguments in field order (~40% cheaper than keywords for a frozen class).
         for fld in self.fields_of(struct):
-            args.append(f"f_{fld.py_name}" if v in fld.version_range() else self.fresh_default(fld))
+            var = f"f_{fld.py_name}"
+            if v not in fld.version_range():
+                args.append(self.fresh_default(fld))
+            elif flexible and fld.is_struct and not fld.is_array and v in fld.tagged_range():
+                args.append(f"{self.fresh_default(fld)} if {var} is None else {var}")
+            else:
+                args.append(var)
         args.append("unk" if flexible else "[]")
         ctor = f"{self.struct_type(struct)}({', '.join(args)})"
         text = "\n".join(

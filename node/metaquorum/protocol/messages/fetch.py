@@ -1965,7 +1965,7 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1987,7 +1987,7 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -2089,7 +2089,7 @@ def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2111,7 +2111,7 @@ def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -2219,7 +2219,7 @@ def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2241,7 +2241,7 @@ def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -2353,7 +2353,7 @@ def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2375,7 +2375,7 @@ def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -3684,9 +3684,9 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
         ]
     f_preferred_read_replica = r.read_int32()
     f_records = r.read_compact_nullable_bytes()
-    f_diverging_epoch: FetchResponseData.EpochEndOffset = FetchResponseData.EpochEndOffset()
-    f_current_leader: FetchResponseData.LeaderIdAndEpoch = FetchResponseData.LeaderIdAndEpoch()
-    f_snapshot_id: FetchResponseData.SnapshotId = FetchResponseData.SnapshotId()
+    f_diverging_epoch: FetchResponseData.EpochEndOffset | None = None
+    f_current_leader: FetchResponseData.LeaderIdAndEpoch | None = None
+    f_snapshot_id: FetchResponseData.SnapshotId | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3716,9 +3716,9 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-        f_diverging_epoch,
-        f_current_leader,
-        f_snapshot_id,
+        FetchResponseData.EpochEndOffset() if f_diverging_epoch is None else f_diverging_epoch,
+        FetchResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
+        FetchResponseData.SnapshotId() if f_snapshot_id is None else f_snapshot_id,
         f_aborted_transactions,
         f_preferred_read_replica,
         f_records,

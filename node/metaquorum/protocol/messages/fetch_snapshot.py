@@ -686,9 +686,7 @@ def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
     f_snapshot_id = _r_FetchSnapshotResponseData_SnapshotId_v0(r)
     (f_size, f_position) = r.unpack(_S_FetchSnapshotResponseData_qq)
     f_unaligned_records = r.read_compact_bytes()
-    f_current_leader: FetchSnapshotResponseData.LeaderIdAndEpoch = (
-        FetchSnapshotResponseData.LeaderIdAndEpoch()
-    )
+    f_current_leader: FetchSnapshotResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -706,7 +704,9 @@ def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
         f_index,
         f_error_code,
         f_snapshot_id,
-        f_current_leader,
+        FetchSnapshotResponseData.LeaderIdAndEpoch()
+        if f_current_leader is None
+        else f_current_leader,
         f_size,
         f_position,
         f_unaligned_records,

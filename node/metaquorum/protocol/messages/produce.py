@@ -1689,7 +1689,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v10(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1711,7 +1711,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v10(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 
@@ -1802,7 +1802,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v11(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1824,7 +1824,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v11(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 
@@ -1900,7 +1900,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v12(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1922,7 +1922,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v12(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 
@@ -1998,7 +1998,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v13(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2020,7 +2020,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v13(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 

@@ -751,9 +751,7 @@ def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
 
 def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseData:
     (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateRaftVoterResponseData_ih)
-    f_current_leader: UpdateRaftVoterResponseData.CurrentLeader = (
-        UpdateRaftVoterResponseData.CurrentLeader()
-    )
+    f_current_leader: UpdateRaftVoterResponseData.CurrentLeader | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -767,7 +765,14 @@ def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseD
             if unk and tag <= unk[-1].tag:
                 raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return UpdateRaftVoterResponseData(f_throttle_time_ms, f_error_code, f_current_leader, unk)
+    return UpdateRaftVoterResponseData(
+        f_throttle_time_ms,
+        f_error_code,
+        UpdateRaftVoterResponseData.CurrentLeader()
+        if f_current_leader is None
+        else f_current_leader,
+        unk,
+    )
 
 
 _W_UpdateRaftVoterResponseData = {0: _w_UpdateRaftVoterResponseData_v0}
