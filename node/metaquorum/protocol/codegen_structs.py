@@ -142,12 +142,20 @@ class StructEmitter:
         if fld.is_array:
             return expr
         if fld.is_struct:
+            inner = self.fields_of(fld.element_type)
+            if all(not (f.is_array or f.is_struct) for f in inner):
+                # Field by field, as the dataclass `__eq__` would, without its call and tuples.
+                conds = [self.non_default_cond(f, f"{expr}.{f.py_name}") for f in inner]
+                return " or ".join([*conds, f"{expr}.unknown_tagged_fields"])
             const = f"_D_{self.cls}_{fld.element_type}"
             self.struct_defaults.add(fld.element_type)
             return f"{expr} != {const}"
         if fld.type == "bytes":
             return expr
         default = self.default_value(fld)
+        if default == "Uuid.ZERO":
+            # Uuid.ZERO is (0, 0): two attribute tests instead of the dataclass `__eq__`.
+            return f"{expr}.most_significant_bits or {expr}.least_significant_bits"
         if fld.type == "bool":
             return f"not {expr}" if default == "True" else expr
         if default == "None":

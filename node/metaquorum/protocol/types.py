@@ -69,6 +69,13 @@ class RawTaggedField:
     data: bytes
 
 
+# The Uuids read lately, by their bits: a request carries the same few (the topic's, the
+# replicas' directories), and a frozen Uuid costs ~2 us to build; a Uuid is immutable, so one
+# instance serves every read of the same bits. Bounded: cleared when full.
+_UUIDS: dict[tuple[Any, ...], Uuid] = {}
+_UUIDS_KEPT = 1024
+
+
 class ByteReader:
     """Bounds-checked cursor over a buffer; every failure is a ProtocolError."""
 
@@ -168,8 +175,13 @@ class ByteReader:
         if pos + 16 > self._end:
             raise self._truncated(16, "uuid", pos)
         self.pos = pos + 16
-        msb, lsb = UUID.unpack_from(self._buf, pos)
-        return Uuid(msb, lsb)
+        bits = UUID.unpack_from(self._buf, pos)
+        uuid = _UUIDS.get(bits)
+        if uuid is None:
+            if len(_UUIDS) >= _UUIDS_KEPT:
+                _UUIDS.clear()
+            uuid = _UUIDS[bits] = Uuid(*bits)
+        return uuid
 
     def read_raw(self, n: int) -> bytes:
         start = self._need(n, "bytes")

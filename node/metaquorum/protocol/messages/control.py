@@ -103,7 +103,7 @@ _S_LeaderChangeMessage_iqq = struct.Struct(">iqq")
 
 
 def _w_LeaderChangeMessage_Voter_v0(m: LeaderChangeMessage.Voter, out: bytearray) -> None:
-    if m.voter_directory_id != Uuid.ZERO:
+    if m.voter_directory_id.most_significant_bits or m.voter_directory_id.least_significant_bits:
         raise _codec.non_default("voterDirectoryId", 0)
     out += _P32(m.voter_id)
     if m.unknown_tagged_fields:

@@ -378,7 +378,10 @@ _S_DescribeQuorumResponseData_iqqqqq = struct.Struct(">iqqqqq")
 def _w_DescribeQuorumResponseData_ReplicaState_v0(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         raise _codec.non_default("replicaDirectoryId", 0)
     out += _S_DescribeQuorumResponseData_iq.pack(m.replica_id, m.log_end_offset)
     if m.unknown_tagged_fields:
@@ -450,7 +453,10 @@ def _w_DescribeQuorumResponseData_v0(m: DescribeQuorumResponseData, out: bytearr
 def _w_DescribeQuorumResponseData_ReplicaState_v1(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         raise _codec.non_default("replicaDirectoryId", 1)
     out += _S_DescribeQuorumResponseData_iqqq.pack(
         m.replica_id, m.log_end_offset, m.last_fetch_timestamp, m.last_caught_up_timestamp

@@ -151,8 +151,6 @@ _S_FetchRequestData_iqi = struct.Struct(">iqi")
 
 _S_FetchRequestData_iqqi = struct.Struct(">iqqi")
 
-_D_FetchRequestData_ReplicaState = FetchRequestData.ReplicaState()
-
 
 def _w_FetchRequestData_FetchPartition_v4(
     m: FetchRequestData.FetchPartition, out: bytearray
@@ -175,7 +173,11 @@ def _w_FetchRequestData_FetchTopic_v4(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v4(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 4)
     if m.forgotten_topics_data:
         raise _codec.non_default("forgottenTopicsData", 4)
@@ -213,7 +215,11 @@ def _w_FetchRequestData_FetchTopic_v5(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v5(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 5)
     if m.forgotten_topics_data:
         raise _codec.non_default("forgottenTopicsData", 5)
@@ -251,7 +257,11 @@ def _w_FetchRequestData_FetchTopic_v6(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v6(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 6)
     if m.forgotten_topics_data:
         raise _codec.non_default("forgottenTopicsData", 6)
@@ -301,7 +311,11 @@ def _w_FetchRequestData_ForgottenTopic_v7(
 
 
 def _w_FetchRequestData_v7(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 7)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -359,7 +373,11 @@ def _w_FetchRequestData_ForgottenTopic_v8(
 
 
 def _w_FetchRequestData_v8(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 8)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -421,7 +439,11 @@ def _w_FetchRequestData_ForgottenTopic_v9(
 
 
 def _w_FetchRequestData_v9(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 9)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -483,7 +505,11 @@ def _w_FetchRequestData_ForgottenTopic_v10(
 
 
 def _w_FetchRequestData_v10(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 10)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -545,7 +571,11 @@ def _w_FetchRequestData_ForgottenTopic_v11(
 
 
 def _w_FetchRequestData_v11(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 11)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -619,7 +649,11 @@ def _w_FetchRequestData_ForgottenTopic_v12(
 
 
 def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 12)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -689,7 +723,11 @@ def _w_FetchRequestData_ForgottenTopic_v13(
 
 
 def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 13)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -727,7 +765,11 @@ def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
 
 
 def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 14)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -798,7 +840,11 @@ def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
@@ -834,7 +880,11 @@ def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
@@ -856,7 +906,10 @@ def _w_FetchRequestData_FetchPartition_v17(
         m.partition_max_bytes,
     )
     tf: list[tuple[int, bytes]] = []
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         tf.append(
             (
                 0,
@@ -913,7 +966,11 @@ def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
@@ -935,7 +992,10 @@ def _w_FetchRequestData_FetchPartition_v18(
         m.partition_max_bytes,
     )
     tf: list[tuple[int, bytes]] = []
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         tf.append(
             (
                 0,
@@ -994,7 +1054,11 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
@@ -2557,12 +2621,6 @@ _S_FetchResponseData_qi = struct.Struct(">qi")
 
 _S_FetchResponseData_qq = struct.Struct(">qq")
 
-_D_FetchResponseData_EpochEndOffset = FetchResponseData.EpochEndOffset()
-
-_D_FetchResponseData_LeaderIdAndEpoch = FetchResponseData.LeaderIdAndEpoch()
-
-_D_FetchResponseData_SnapshotId = FetchResponseData.SnapshotId()
-
 
 def _w_FetchResponseData_AbortedTransaction_v4(
     m: FetchResponseData.AbortedTransaction, out: bytearray
@@ -2575,11 +2633,23 @@ def _w_FetchResponseData_AbortedTransaction_v4(
 def _w_FetchResponseData_PartitionData_v4(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 4)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 4)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 4)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 4)
@@ -2642,11 +2712,23 @@ def _w_FetchResponseData_AbortedTransaction_v5(
 def _w_FetchResponseData_PartitionData_v5(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 5)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 5)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 5)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 5)
@@ -2709,11 +2791,23 @@ def _w_FetchResponseData_AbortedTransaction_v6(
 def _w_FetchResponseData_PartitionData_v6(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 6)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 6)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 6)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 6)
@@ -2776,11 +2870,23 @@ def _w_FetchResponseData_AbortedTransaction_v7(
 def _w_FetchResponseData_PartitionData_v7(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 7)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 7)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 7)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 7)
@@ -2841,11 +2947,23 @@ def _w_FetchResponseData_AbortedTransaction_v8(
 def _w_FetchResponseData_PartitionData_v8(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 8)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 8)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 8)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 8)
@@ -2906,11 +3024,23 @@ def _w_FetchResponseData_AbortedTransaction_v9(
 def _w_FetchResponseData_PartitionData_v9(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 9)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 9)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 9)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 9)
@@ -2971,11 +3101,23 @@ def _w_FetchResponseData_AbortedTransaction_v10(
 def _w_FetchResponseData_PartitionData_v10(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 10)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 10)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 10)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 10)
@@ -3036,11 +3178,23 @@ def _w_FetchResponseData_AbortedTransaction_v11(
 def _w_FetchResponseData_PartitionData_v11(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 11)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 11)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 11)
     out += _S_FetchResponseData_ihqqq.pack(
         m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
@@ -3146,15 +3300,27 @@ def _w_FetchResponseData_PartitionData_v12(
     out += _P32(m.preferred_read_replica)
     write_compact_nullable_bytes(out, m.records)
     tf: list[tuple[int, bytes]] = []
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchResponseData_EpochEndOffset_v12(m.diverging_epoch, b)
         tf.append((0, bytes(b)))
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchResponseData_LeaderIdAndEpoch_v12(m.current_leader, b)
         tf.append((1, bytes(b)))
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchResponseData_SnapshotId_v12(m.snapshot_id, b)
         tf.append((2, bytes(b)))

@@ -189,7 +189,10 @@ def _w_FetchSnapshotRequestData_PartitionSnapshot_v1(
     _w_FetchSnapshotRequestData_SnapshotId_v0(m.snapshot_id, out)
     out += _P64(m.position)
     tf: list[tuple[int, bytes]] = []
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         tf.append(
             (
                 0,
@@ -499,8 +502,6 @@ _S_FetchSnapshotResponseData_qi = struct.Struct(">qi")
 
 _S_FetchSnapshotResponseData_qq = struct.Struct(">qq")
 
-_D_FetchSnapshotResponseData_LeaderIdAndEpoch = FetchSnapshotResponseData.LeaderIdAndEpoch()
-
 
 def _w_FetchSnapshotResponseData_SnapshotId_v0(
     m: FetchSnapshotResponseData.SnapshotId, out: bytearray
@@ -532,7 +533,11 @@ def _w_FetchSnapshotResponseData_PartitionSnapshot_v0(
         raise _codec.null_in_non_nullable("unalignedRecords", 0)
     write_compact_bytes(out, m.unaligned_records)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_FetchSnapshotResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != 0
+        or m.current_leader.leader_epoch != 0
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
@@ -586,7 +591,11 @@ def _w_FetchSnapshotResponseData_PartitionSnapshot_v1(
         raise _codec.null_in_non_nullable("unalignedRecords", 1)
     write_compact_bytes(out, m.unaligned_records)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_FetchSnapshotResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != 0
+        or m.current_leader.leader_epoch != 0
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(m.current_leader, b)
         tf.append((0, bytes(b)))

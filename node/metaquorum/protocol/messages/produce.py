@@ -875,13 +875,15 @@ _S_ProduceResponseData_ihqqq = struct.Struct(">ihqqq")
 
 _S_ProduceResponseData_ii = struct.Struct(">ii")
 
-_D_ProduceResponseData_LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
-
 
 def _w_ProduceResponseData_PartitionProduceResponse_v3(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 3)
     out += _S_ProduceResponseData_ihqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms
@@ -917,7 +919,11 @@ def _w_ProduceResponseData_v3(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v4(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 4)
     out += _S_ProduceResponseData_ihqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms
@@ -953,7 +959,11 @@ def _w_ProduceResponseData_v4(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v5(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 5)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -989,7 +999,11 @@ def _w_ProduceResponseData_v5(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v6(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 6)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1025,7 +1039,11 @@ def _w_ProduceResponseData_v6(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v7(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 7)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1070,7 +1088,11 @@ def _w_ProduceResponseData_BatchIndexAndErrorMessage_v8(
 def _w_ProduceResponseData_PartitionProduceResponse_v8(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 8)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1122,7 +1144,11 @@ def _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(
 def _w_ProduceResponseData_PartitionProduceResponse_v9(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 9)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1200,7 +1226,11 @@ def _w_ProduceResponseData_PartitionProduceResponse_v10(
         _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(e_record_errors0, out)
     write_compact_nullable_string(out, m.error_message)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_ProduceResponseData_LeaderIdAndEpoch_v10(m.current_leader, b)
         tf.append((0, bytes(b)))

@@ -111,7 +111,7 @@ def _w_QuorumStateData_Voter_v0(m: QuorumStateData.Voter, out: bytearray) -> Non
 
 
 def _w_QuorumStateData_v0(m: QuorumStateData, out: bytearray) -> None:
-    if m.voted_directory_id != Uuid.ZERO:
+    if m.voted_directory_id.most_significant_bits or m.voted_directory_id.least_significant_bits:
         raise _codec.non_default("votedDirectoryId", 0)
     write_compact_string(out, m.cluster_id)
     out += _S_QuorumStateData_iiiq.pack(m.leader_id, m.leader_epoch, m.voted_id, m.applied_offset)

@@ -703,8 +703,6 @@ _S_UpdateRaftVoterResponseData_ih = struct.Struct(">ih")
 
 _S_UpdateRaftVoterResponseData_ii = struct.Struct(">ii")
 
-_D_UpdateRaftVoterResponseData_CurrentLeader = UpdateRaftVoterResponseData.CurrentLeader()
-
 
 def _w_UpdateRaftVoterResponseData_CurrentLeader_v0(
     m: UpdateRaftVoterResponseData.CurrentLeader, out: bytearray
@@ -721,7 +719,13 @@ def _w_UpdateRaftVoterResponseData_CurrentLeader_v0(
 def _w_UpdateRaftVoterResponseData_v0(m: UpdateRaftVoterResponseData, out: bytearray) -> None:
     out += _S_UpdateRaftVoterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_UpdateRaftVoterResponseData_CurrentLeader:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.host != ""
+        or m.current_leader.port != 0
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_UpdateRaftVoterResponseData_CurrentLeader_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
