@@ -118,27 +118,50 @@ class FrameReader:
         return frames
 
 
+# (api key, version) -> header version, for every pair we speak: one dict lookup per frame
+# instead of the checks' half-dozen calls (docs/performance.md, round 5); a pair missing here
+# goes the checked way below, which raises (or answers an unsupported ApiVersions).
+_REQUEST_HEADER: dict[tuple[int, int], int] = {
+    (int(k), v): request_header_version(k, v)
+    for k, rng in API_VERSIONS.items()
+    for v in range(rng.lowest, rng.highest + 1)
+}
+_RESPONSE_HEADER: dict[tuple[int, int], int] = {
+    (int(k), v): response_header_version(k, v)
+    for k, rng in API_VERSIONS.items()
+    for v in range(rng.lowest, rng.highest + 1)
+}
+
+
 def decode_request(data: bytes) -> InboundRequest | UnsupportedApiVersions:
     if len(data) < HEADER_PREFIX.size:
         raise ProtocolError(f"request of {len(data)} bytes is shorter than a request header")
     api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(data)
-    key = api_key_of(api_key)
-    rng = API_VERSIONS[key]
-    if key == ApiKeys.API_VERSIONS and api_version not in rng:
-        return UnsupportedApiVersions(correlation_id, api_version)
-    check_version(api_key, api_version)
+    header_version = _REQUEST_HEADER.get((api_key, api_version))
+    if header_version is None:
+        key = api_key_of(api_key)
+        rng = API_VERSIONS[key]
+        if key == ApiKeys.API_VERSIONS and api_version not in rng:
+            return UnsupportedApiVersions(correlation_id, api_version)
+        check_version(api_key, api_version)
+        header_version = request_header_version(api_key, api_version)
     reader = ByteReader(data)
-    header = RequestHeaderData.read(reader, request_header_version(api_key, api_version))
+    header = RequestHeaderData.read(reader, header_version)
     cls: Any = REQUESTS[api_key]
     message = cls.read(reader, api_version)
     return InboundRequest(header, message)
 
 
+def _response_header_version(api_key: int, api_version: int) -> int:
+    version = _RESPONSE_HEADER.get((api_key, api_version))
+    return response_header_version(api_key, api_version) if version is None else version
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, message: Any) -> bytes:
     """A whole response frame (size prefix included)."""
     out = bytearray(SIZE.size)
-    ResponseHeaderData(correlation_id=correlation_id).write(
-        out, response_header_version(api_key, api_version)
+    ResponseHeaderData(correlation_id, []).write(
+        out, _response_header_version(api_key, api_version)
     )
     fit_to_version(message, api_version).write(out, api_version)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
@@ -149,13 +172,12 @@ def encode_request(
     api_key: int, api_version: int, correlation_id: int, message: Any, client_id: str
 ) -> bytes:
     out = bytearray(SIZE.size)
-    header = RequestHeaderData(
-        request_api_key=api_key,
-        request_api_version=api_version,
-        correlation_id=correlation_id,
-        client_id=client_id,
+    header_version = _REQUEST_HEADER.get((api_key, api_version))
+    if header_version is None:
+        header_version = request_header_version(api_key, api_version)
+    RequestHeaderData(api_key, api_version, correlation_id, client_id, []).write(
+        out, header_version
     )
-    header.write(out, request_header_version(api_key, api_version))
     fit_to_version(message, api_version).write(out, api_version)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
     return bytes(out)
@@ -171,7 +193,7 @@ def peek_correlation_id(data: bytes) -> int:
 def decode_response(api_key: int, api_version: int, data: bytes) -> tuple[int, Any]:
     """(correlation id, message) of a response frame's payload."""
     reader = ByteReader(data)
-    header = ResponseHeaderData.read(reader, response_header_version(api_key, api_version))
+    header = ResponseHeaderData.read(reader, _response_header_version(api_key, api_version))
     cls: Any = RESPONSES[api_key]
     message = cls.read(reader, api_version)
     return header.correlation_id, message
@@ -187,11 +209,15 @@ def fit_to_version(message: Any, version: int) -> Any:
     fields are optional). Handlers build the newest form (e.g. Produce's CurrentLeader and
     NodeEndpoints, v10+) and each connection gets what its negotiated version has; a message
     whose version carries all its tagged fields is returned as is (one cached lookup)."""
-    schema = BY_NAME.get(getattr(message, "NAME", ""))
-    if schema is None:
-        return message
-    prune = _prune(schema.name, version)
+    key = (message.__class__, version)
+    prune = _PRUNES.get(key)
+    if prune is None:
+        schema = BY_NAME.get(getattr(message, "NAME", ""))
+        prune = _PRUNES[key] = {} if schema is None else _prune(schema.name, version)
     return _apply(message, prune) if prune else message
+
+
+_PRUNES: dict[tuple[type, int], _Prune] = {}
 
 
 @cache

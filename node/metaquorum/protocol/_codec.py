@@ -42,10 +42,18 @@ def write_tagged(
 ) -> None:
     """Append a tagged-fields section: count, then (tag, size, bytes) in ascending tag order."""
     if not unknown:
-        write_unsigned_varint(out, len(known))
+        # Values below 0x80 are one varint byte: appended without a call (the usual case).
+        if len(known) < 0x80:
+            out.append(len(known))
+        else:
+            write_unsigned_varint(out, len(known))
         for tag, data in known:
-            write_unsigned_varint(out, tag)
-            write_unsigned_varint(out, len(data))
+            if tag < 0x80 and len(data) < 0x80:
+                out.append(tag)
+                out.append(len(data))
+            else:
+                write_unsigned_varint(out, tag)
+                write_unsigned_varint(out, len(data))
             out += data
         return
     merged: list[tuple[int, bytes]] = list(known)

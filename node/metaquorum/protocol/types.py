@@ -1,9 +1,9 @@
 """Primitive types of the Kafka wire format: fixed-width ints, varints, strings, bytes, Uuid.
 
 Role: the building blocks every message codec (generated or hand-written) uses.
-- `ByteReader` is a bounds-checked cursor over bytes/bytearray/memoryview. Every read checks
-  the remaining length first, so a decoder sees `ProtocolError` and never IndexError,
-  struct.error or UnicodeDecodeError.
+- `ByteReader` (byte_reader.py, re-exported here) is a bounds-checked cursor over
+  bytes/bytearray/memoryview. Every read checks the remaining length first, so a decoder sees
+  `ProtocolError` and never IndexError, struct.error or UnicodeDecodeError.
 - Writers are plain functions appending to a `bytearray` (fast, no wrapper objects), plus
   pre-bound `struct` packers for the fixed-width types.
 - `Uuid` mirrors `org.apache.kafka.common.Uuid`: two signed int64 halves, text form URL-safe
@@ -20,22 +20,22 @@ the 32-bit value, at most 5 bytes; varint/varlong = ZigZag then LEB128 (records 
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from metaquorum.protocol import ids
+from metaquorum.protocol import byte_reader, ids
 from metaquorum.protocol.errors import ProtocolError
 
-Buffer = bytes | bytearray | memoryview
-
-
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
+# The reader and the wire's fixed-width formats (byte_reader.py), here too
+Buffer = byte_reader.Buffer
+ByteReader = byte_reader.ByteReader
+INT8 = byte_reader.INT8
+INT16 = byte_reader.INT16
+INT32 = byte_reader.INT32
+INT64 = byte_reader.INT64
+UINT16 = byte_reader.UINT16
+UINT32 = byte_reader.UINT32
+FLOAT64 = byte_reader.FLOAT64
+MAX_INT16_STRING = byte_reader.MAX_INT16_STRING
 
 pack_int8 = INT8.pack
 pack_int16 = INT16.pack
@@ -45,7 +45,6 @@ pack_uint16 = UINT16.pack
 pack_uint32 = UINT32.pack
 pack_float64 = FLOAT64.pack
 
-MAX_INT16_STRING = 0x7FFF
 
 # Kafka's ids (ids.py), here too: the codecs and their callers import them from this module
 RandomSource = ids.RandomSource
@@ -66,211 +65,6 @@ class RawTaggedField:
 
     tag: int
     data: bytes
-
-
-class ByteReader:
-    """Bounds-checked cursor over a buffer; every failure is a ProtocolError."""
-
-    __slots__ = ("_buf", "_end", "pos")
-
-    def __init__(self, data: Buffer, offset: int = 0, end: int | None = None) -> None:
-        self._buf: Buffer = data
-        self.pos = offset
-        self._end = len(data) if end is None else end
-
-    @property
-    def remaining(self) -> int:
-        return self._end - self.pos
-
-    @property
-    def buffer(self) -> Buffer:
-        return self._buf
-
-    def _need(self, n: int, what: str) -> int:
-        pos = self.pos
-        if n < 0 or pos + n > self._end:
-            raise ProtocolError(
-                f"truncated input: {what} needs {n} bytes at offset {pos}, "
-                f"only {self._end - pos} remain"
-            )
-        self.pos = pos + n
-        return pos
-
-    def take(self, n: int) -> int:
-        """Reserve the next `n` bytes and return their start offset (for bulk `unpack_from`)."""
-        return self._need(n, f"{n} fixed-width bytes")
-
-    def ensure_end(self, what: str) -> None:
-        if self.pos != self._end:
-            raise ProtocolError(f"{self._end - self.pos} unexpected trailing bytes after {what}")
-
-    def read_int8(self) -> int:
-        return int(INT8.unpack_from(self._buf, self._need(1, "int8"))[0])
-
-    def read_int16(self) -> int:
-        return int(INT16.unpack_from(self._buf, self._need(2, "int16"))[0])
-
-    def read_int32(self) -> int:
-        return int(INT32.unpack_from(self._buf, self._need(4, "int32"))[0])
-
-    def read_int64(self) -> int:
-        return int(INT64.unpack_from(self._buf, self._need(8, "int64"))[0])
-
-    def read_uint16(self) -> int:
-        return int(UINT16.unpack_from(self._buf, self._need(2, "uint16"))[0])
-
-    def read_uint32(self) -> int:
-        return int(UINT32.unpack_from(self._buf, self._need(4, "uint32"))[0])
-
-    def read_float64(self) -> float:
-        return float(FLOAT64.unpack_from(self._buf, self._need(8, "float64"))[0])
-
-    def read_bool(self) -> bool:
-        return self._buf[self._need(1, "bool")] != 0
-
-    def read_uuid(self) -> Uuid:
-        msb, lsb = UUID.unpack_from(self._buf, self._need(16, "uuid"))
-        return Uuid(msb, lsb)
-
-    def read_raw(self, n: int) -> bytes:
-        start = self._need(n, "bytes")
-        return bytes(self._buf[start : start + n])
-
-    def read_view(self, n: int) -> memoryview:
-        start = self._need(n, "bytes")
-        return memoryview(self._buf)[start : start + n]
-
-    def read_unsigned_varint(self) -> int:
-        """LEB128 of a 32-bit value; at most 5 bytes (Kafka `ByteUtils.readUnsignedVarint`)."""
-        buf, pos, end = self._buf, self.pos, self._end
-        value = 0
-        shift = 0
-        while True:
-            if pos >= end:
-                raise ProtocolError(f"truncated input: unterminated varint at offset {self.pos}")
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-            if shift > 28:
-                raise ProtocolError(f"bad varint at offset {self.pos}: more than 5 bytes")
-        self.pos = pos
-        return value & 0xFFFFFFFF
-
-    def read_unsigned_varlong(self) -> int:
-        buf, pos, end = self._buf, self.pos, self._end
-        value = 0
-        shift = 0
-        while True:
-            if pos >= end:
-                raise ProtocolError(f"truncated input: unterminated varlong at offset {self.pos}")
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-            if shift > 63:
-                raise ProtocolError(f"bad varlong at offset {self.pos}: more than 10 bytes")
-        self.pos = pos
-        return value & 0xFFFFFFFFFFFFFFFF
-
-    def read_varint(self) -> int:
-        """ZigZag + LEB128 signed int32 (record fields)."""
-        raw = self.read_unsigned_varint()
-        return (raw >> 1) ^ -(raw & 1)
-
-    def read_varlong(self) -> int:
-        raw = self.read_unsigned_varlong()
-        return (raw >> 1) ^ -(raw & 1)
-
-    def _utf8(self, n: int, what: str) -> str:
-        start = self._need(n, what)
-        try:
-            return str(self._buf[start : start + n], "utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(f"{what} at offset {start} is not valid UTF-8: {exc}") from None
-
-    def read_string(self) -> str:
-        n = self.read_int16()
-        if n < 0:
-            raise ProtocolError(f"non-nullable string has negative length {n}")
-        return self._utf8(n, "string")
-
-    def read_nullable_string(self) -> str | None:
-        n = self.read_int16()
-        if n < 0:
-            if n != -1:
-                raise ProtocolError(f"nullable string has invalid length {n}")
-            return None
-        return self._utf8(n, "string")
-
-    def read_compact_string(self) -> str:
-        n = self.read_unsigned_varint() - 1
-        if n < 0:
-            raise ProtocolError("non-nullable compact string is null")
-        if n > MAX_INT16_STRING:
-            raise ProtocolError(f"compact string length {n} exceeds 32767")
-        return self._utf8(n, "compact string")
-
-    def read_compact_nullable_string(self) -> str | None:
-        n = self.read_unsigned_varint() - 1
-        if n < 0:
-            return None
-        if n > MAX_INT16_STRING:
-            raise ProtocolError(f"compact string length {n} exceeds 32767")
-        return self._utf8(n, "compact string")
-
-    def read_bytes(self) -> bytes:
-        n = self.read_int32()
-        if n < 0:
-            raise ProtocolError(f"non-nullable bytes has negative length {n}")
-        return self.read_raw(n)
-
-    def read_nullable_bytes(self) -> bytes | None:
-        n = self.read_int32()
-        if n < 0:
-            if n != -1:
-                raise ProtocolError(f"nullable bytes has invalid length {n}")
-            return None
-        return self.read_raw(n)
-
-    def read_compact_bytes(self) -> bytes:
-        n = self.read_unsigned_varint() - 1
-        if n < 0:
-            raise ProtocolError("non-nullable compact bytes is null")
-        return self.read_raw(n)
-
-    def read_compact_nullable_bytes(self) -> bytes | None:
-        n = self.read_unsigned_varint() - 1
-        if n < 0:
-            return None
-        return self.read_raw(n)
-
-    def read_array_length(self) -> int:
-        """int32 count, -1 = null; a count larger than the bytes left is refused."""
-        n = self.read_int32()
-        if n < -1:
-            raise ProtocolError(f"array has negative length {n}")
-        if n > self._end - self.pos:
-            raise ProtocolError(
-                f"array of {n} elements but only {self._end - self.pos} bytes remain"
-            )
-        return n
-
-    def read_compact_array_length(self) -> int:
-        """unsigned varint N+1 (0 = null), returned as N (-1 = null)."""
-        n = self.read_unsigned_varint() - 1
-        if n > self._end - self.pos:
-            raise ProtocolError(
-                f"array of {n} elements but only {self._end - self.pos} bytes remain"
-            )
-        return n
-
-    def skip(self, n: int) -> None:
-        self._need(n, "skipped bytes")
 
 
 def write_unsigned_varint(out: bytearray, value: int) -> None:
@@ -338,15 +132,25 @@ def write_compact_string(out: bytearray, value: str) -> None:
     data = _utf8(value, "string")
     if len(data) > MAX_INT16_STRING:
         raise ProtocolError(f"string of {len(data)} bytes is too long (max 32767)")
-    write_unsigned_varint(out, len(data) + 1)
+    if len(data) < 0x7F:  # the length is one varint byte: no call
+        out.append(len(data) + 1)
+    else:
+        write_unsigned_varint(out, len(data) + 1)
     out += data
 
 
 def write_compact_nullable_string(out: bytearray, value: str | None) -> None:
     if value is None:
         out.append(0)
+        return
+    data = _utf8(value, "string")
+    if len(data) > MAX_INT16_STRING:
+        raise ProtocolError(f"string of {len(data)} bytes is too long (max 32767)")
+    if len(data) < 0x7F:
+        out.append(len(data) + 1)
     else:
-        write_compact_string(out, value)
+        write_unsigned_varint(out, len(data) + 1)
+    out += data
 
 
 def write_bytes(out: bytearray, value: Buffer) -> None:
@@ -370,7 +174,8 @@ def write_compact_nullable_bytes(out: bytearray, value: Buffer | None) -> None:
     if value is None:
         out.append(0)
     else:
-        write_compact_bytes(out, value)
+        write_unsigned_varint(out, len(value) + 1)
+        out += value
 
 
 def write_uuid(out: bytearray, value: Uuid) -> None:

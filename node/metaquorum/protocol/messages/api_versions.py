@@ -315,7 +315,10 @@ def _w_ApiVersionsResponseData_FinalizedFeatureKey_v3(
 def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_api_keys0 = m.api_keys
-    write_unsigned_varint(out, len(a_api_keys0) + 1)
+    if len(a_api_keys0) < 127:
+        out.append(len(a_api_keys0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_api_keys0) + 1)
     for e_api_keys0 in a_api_keys0:
         _w_ApiVersionsResponseData_ApiVersion_v3(e_api_keys0, out)
     out += _P32(m.throttle_time_ms)
@@ -323,18 +326,22 @@ def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) ->
     if m.supported_features:
         b = bytearray()
         a_supported_features0 = m.supported_features
-        write_unsigned_varint(b, len(a_supported_features0) + 1)
+        if len(a_supported_features0) < 127:
+            b.append(len(a_supported_features0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_supported_features0) + 1)
         for e_supported_features0 in a_supported_features0:
             _w_ApiVersionsResponseData_SupportedFeatureKey_v3(e_supported_features0, b)
         tf.append((0, bytes(b)))
     if m.finalized_features_epoch != -1:
-        b = bytearray()
-        b += _P64(m.finalized_features_epoch)
-        tf.append((1, bytes(b)))
+        tf.append((1, _P64(m.finalized_features_epoch)))
     if m.finalized_features:
         b = bytearray()
         a_finalized_features0 = m.finalized_features
-        write_unsigned_varint(b, len(a_finalized_features0) + 1)
+        if len(a_finalized_features0) < 127:
+            b.append(len(a_finalized_features0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_finalized_features0) + 1)
         for e_finalized_features0 in a_finalized_features0:
             _w_ApiVersionsResponseData_FinalizedFeatureKey_v3(e_finalized_features0, b)
         tf.append((2, bytes(b)))
@@ -342,13 +349,14 @@ def _w_ApiVersionsResponseData_v3(m: ApiVersionsResponseData, out: bytearray) ->
         b = bytearray()
         b.append(1 if m.zk_migration_ready else 0)
         tf.append((3, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v0(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:
-    (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_api_key, f_min_version, f_max_version) = r.unpack(_S_ApiVersionsResponseData_hhh)
     return ApiVersionsResponseData.ApiVersion(f_api_key, f_min_version, f_max_version, [])
 
 
@@ -392,9 +400,7 @@ def _r_ApiVersionsResponseData_v2(r: ByteReader) -> ApiVersionsResponseData:
 
 
 def _r_ApiVersionsResponseData_ApiVersion_v3(r: ByteReader) -> ApiVersionsResponseData.ApiVersion:
-    (f_api_key, f_min_version, f_max_version) = _S_ApiVersionsResponseData_hhh.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_api_key, f_min_version, f_max_version) = r.unpack(_S_ApiVersionsResponseData_hhh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -409,7 +415,7 @@ def _r_ApiVersionsResponseData_SupportedFeatureKey_v3(
     r: ByteReader,
 ) -> ApiVersionsResponseData.SupportedFeatureKey:
     f_name = r.read_compact_string()
-    (f_min_version, f_max_version) = _S_ApiVersionsResponseData_hh.unpack_from(r.buffer, r.take(4))
+    (f_min_version, f_max_version) = r.unpack(_S_ApiVersionsResponseData_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -424,9 +430,7 @@ def _r_ApiVersionsResponseData_FinalizedFeatureKey_v3(
     r: ByteReader,
 ) -> ApiVersionsResponseData.FinalizedFeatureKey:
     f_name = r.read_compact_string()
-    (f_max_version_level, f_min_version_level) = _S_ApiVersionsResponseData_hh.unpack_from(
-        r.buffer, r.take(4)
-    )
+    (f_max_version_level, f_min_version_level) = r.unpack(_S_ApiVersionsResponseData_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()

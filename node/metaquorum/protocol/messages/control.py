@@ -103,7 +103,7 @@ _S_LeaderChangeMessage_iqq = struct.Struct(">iqq")
 
 
 def _w_LeaderChangeMessage_Voter_v0(m: LeaderChangeMessage.Voter, out: bytearray) -> None:
-    if m.voter_directory_id != Uuid.ZERO:
+    if m.voter_directory_id.most_significant_bits or m.voter_directory_id.least_significant_bits:
         raise _codec.non_default("voterDirectoryId", 0)
     out += _P32(m.voter_id)
     if m.unknown_tagged_fields:
@@ -115,11 +115,17 @@ def _w_LeaderChangeMessage_Voter_v0(m: LeaderChangeMessage.Voter, out: bytearray
 def _w_LeaderChangeMessage_v0(m: LeaderChangeMessage, out: bytearray) -> None:
     out += _S_LeaderChangeMessage_hi.pack(m.version, m.leader_id)
     a_voters0 = m.voters
-    write_unsigned_varint(out, len(a_voters0) + 1)
+    if len(a_voters0) < 127:
+        out.append(len(a_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
         _w_LeaderChangeMessage_Voter_v0(e_voters0, out)
     a_granting_voters0 = m.granting_voters
-    write_unsigned_varint(out, len(a_granting_voters0) + 1)
+    if len(a_granting_voters0) < 127:
+        out.append(len(a_granting_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_granting_voters0) + 1)
     for e_granting_voters0 in a_granting_voters0:
         _w_LeaderChangeMessage_Voter_v0(e_granting_voters0, out)
     if m.unknown_tagged_fields:
@@ -143,11 +149,17 @@ def _w_LeaderChangeMessage_Voter_v1(m: LeaderChangeMessage.Voter, out: bytearray
 def _w_LeaderChangeMessage_v1(m: LeaderChangeMessage, out: bytearray) -> None:
     out += _S_LeaderChangeMessage_hi.pack(m.version, m.leader_id)
     a_voters0 = m.voters
-    write_unsigned_varint(out, len(a_voters0) + 1)
+    if len(a_voters0) < 127:
+        out.append(len(a_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
         _w_LeaderChangeMessage_Voter_v1(e_voters0, out)
     a_granting_voters0 = m.granting_voters
-    write_unsigned_varint(out, len(a_granting_voters0) + 1)
+    if len(a_granting_voters0) < 127:
+        out.append(len(a_granting_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_granting_voters0) + 1)
     for e_granting_voters0 in a_granting_voters0:
         _w_LeaderChangeMessage_Voter_v1(e_granting_voters0, out)
     if m.unknown_tagged_fields:
@@ -169,7 +181,7 @@ def _r_LeaderChangeMessage_Voter_v0(r: ByteReader) -> LeaderChangeMessage.Voter:
 
 
 def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
-    (f_version, f_leader_id) = _S_LeaderChangeMessage_hi.unpack_from(r.buffer, r.take(6))
+    (f_version, f_leader_id) = r.unpack(_S_LeaderChangeMessage_hi)
     n_voters0 = r.read_compact_array_length()
     f_voters: list[LeaderChangeMessage.Voter]
     if n_voters0 < 0:
@@ -193,8 +205,8 @@ def _r_LeaderChangeMessage_v0(r: ByteReader) -> LeaderChangeMessage:
 
 
 def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
-    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_LeaderChangeMessage_iqq.unpack_from(r.buffer, r.take(20))
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_LeaderChangeMessage_iqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -208,7 +220,7 @@ def _r_LeaderChangeMessage_Voter_v1(r: ByteReader) -> LeaderChangeMessage.Voter:
 
 
 def _r_LeaderChangeMessage_v1(r: ByteReader) -> LeaderChangeMessage:
-    (f_version, f_leader_id) = _S_LeaderChangeMessage_hi.unpack_from(r.buffer, r.take(6))
+    (f_version, f_leader_id) = r.unpack(_S_LeaderChangeMessage_hi)
     n_voters0 = r.read_compact_array_length()
     f_voters: list[LeaderChangeMessage.Voter]
     if n_voters0 < 0:
@@ -290,9 +302,7 @@ def _w_SnapshotHeaderRecord_v0(m: SnapshotHeaderRecord, out: bytearray) -> None:
 
 
 def _r_SnapshotHeaderRecord_v0(r: ByteReader) -> SnapshotHeaderRecord:
-    (f_version, f_last_contained_log_timestamp) = _S_SnapshotHeaderRecord_hq.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_version, f_last_contained_log_timestamp) = r.unpack(_S_SnapshotHeaderRecord_hq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -428,7 +438,7 @@ def _w_KRaftVersionRecord_v0(m: KRaftVersionRecord, out: bytearray) -> None:
 
 
 def _r_KRaftVersionRecord_v0(r: ByteReader) -> KRaftVersionRecord:
-    (f_version, f_kraft_version) = _S_KRaftVersionRecord_hh.unpack_from(r.buffer, r.take(4))
+    (f_version, f_kraft_version) = r.unpack(_S_KRaftVersionRecord_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -543,7 +553,10 @@ def _w_VotersRecord_Voter_v0(m: VotersRecord.Voter, out: bytearray) -> None:
         m.voter_directory_id.least_significant_bits,
     )
     a_endpoints0 = m.endpoints
-    write_unsigned_varint(out, len(a_endpoints0) + 1)
+    if len(a_endpoints0) < 127:
+        out.append(len(a_endpoints0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_endpoints0) + 1)
     for e_endpoints0 in a_endpoints0:
         _w_VotersRecord_Endpoint_v0(e_endpoints0, out)
     _w_VotersRecord_KRaftVersionFeature_v0(m.kraft_version_feature, out)
@@ -556,7 +569,10 @@ def _w_VotersRecord_Voter_v0(m: VotersRecord.Voter, out: bytearray) -> None:
 def _w_VotersRecord_v0(m: VotersRecord, out: bytearray) -> None:
     out += _P16(m.version)
     a_voters0 = m.voters
-    write_unsigned_varint(out, len(a_voters0) + 1)
+    if len(a_voters0) < 127:
+        out.append(len(a_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_voters0) + 1)
     for e_voters0 in a_voters0:
         _w_VotersRecord_Voter_v0(e_voters0, out)
     if m.unknown_tagged_fields:
@@ -580,9 +596,7 @@ def _r_VotersRecord_Endpoint_v0(r: ByteReader) -> VotersRecord.Endpoint:
 
 
 def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftVersionFeature:
-    (f_min_supported_version, f_max_supported_version) = _S_VotersRecord_hh.unpack_from(
-        r.buffer, r.take(4)
-    )
+    (f_min_supported_version, f_max_supported_version) = r.unpack(_S_VotersRecord_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -594,9 +608,7 @@ def _r_VotersRecord_KRaftVersionFeature_v0(r: ByteReader) -> VotersRecord.KRaftV
 
 
 def _r_VotersRecord_Voter_v0(r: ByteReader) -> VotersRecord.Voter:
-    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_VotersRecord_iqq.unpack_from(r.buffer, r.take(20))
-    )
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(_S_VotersRecord_iqq)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_endpoints0 = r.read_compact_array_length()
     f_endpoints: list[VotersRecord.Endpoint]

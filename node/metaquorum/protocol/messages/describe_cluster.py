@@ -142,8 +142,8 @@ def _r_DescribeClusterRequestData_v0(r: ByteReader) -> DescribeClusterRequestDat
 
 
 def _r_DescribeClusterRequestData_v1(r: ByteReader) -> DescribeClusterRequestData:
-    (f_include_cluster_authorized_operations, f_endpoint_type) = (
-        _S_DescribeClusterRequestData_ob.unpack_from(r.buffer, r.take(2))
+    (f_include_cluster_authorized_operations, f_endpoint_type) = r.unpack(
+        _S_DescribeClusterRequestData_ob
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -158,8 +158,8 @@ def _r_DescribeClusterRequestData_v1(r: ByteReader) -> DescribeClusterRequestDat
 
 
 def _r_DescribeClusterRequestData_v2(r: ByteReader) -> DescribeClusterRequestData:
-    (f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers) = (
-        _S_DescribeClusterRequestData_obo.unpack_from(r.buffer, r.take(3))
+    (f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers) = r.unpack(
+        _S_DescribeClusterRequestData_obo
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -269,7 +269,10 @@ def _w_DescribeClusterResponseData_v0(m: DescribeClusterResponseData, out: bytea
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
-    write_unsigned_varint(out, len(a_brokers0) + 1)
+    if len(a_brokers0) < 127:
+        out.append(len(a_brokers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_brokers0) + 1)
     for e_brokers0 in a_brokers0:
         _w_DescribeClusterResponseData_DescribeClusterBroker_v0(e_brokers0, out)
     out += _P32(m.cluster_authorized_operations)
@@ -301,7 +304,10 @@ def _w_DescribeClusterResponseData_v1(m: DescribeClusterResponseData, out: bytea
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
-    write_unsigned_varint(out, len(a_brokers0) + 1)
+    if len(a_brokers0) < 127:
+        out.append(len(a_brokers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_brokers0) + 1)
     for e_brokers0 in a_brokers0:
         _w_DescribeClusterResponseData_DescribeClusterBroker_v1(e_brokers0, out)
     out += _P32(m.cluster_authorized_operations)
@@ -332,7 +338,10 @@ def _w_DescribeClusterResponseData_v2(m: DescribeClusterResponseData, out: bytea
     write_compact_string(out, m.cluster_id)
     out += _P32(m.controller_id)
     a_brokers0 = m.brokers
-    write_unsigned_varint(out, len(a_brokers0) + 1)
+    if len(a_brokers0) < 127:
+        out.append(len(a_brokers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_brokers0) + 1)
     for e_brokers0 in a_brokers0:
         _w_DescribeClusterResponseData_DescribeClusterBroker_v2(e_brokers0, out)
     out += _P32(m.cluster_authorized_operations)
@@ -362,9 +371,7 @@ def _r_DescribeClusterResponseData_DescribeClusterBroker_v0(
 
 
 def _r_DescribeClusterResponseData_v0(r: ByteReader) -> DescribeClusterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_DescribeClusterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_DescribeClusterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     f_cluster_id = r.read_compact_string()
     f_controller_id = r.read_int32()
@@ -398,9 +405,7 @@ def _r_DescribeClusterResponseData_v0(r: ByteReader) -> DescribeClusterResponseD
 
 
 def _r_DescribeClusterResponseData_v1(r: ByteReader) -> DescribeClusterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_DescribeClusterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_DescribeClusterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     f_endpoint_type = r.read_int8()
     f_cluster_id = r.read_compact_string()
@@ -455,9 +460,7 @@ def _r_DescribeClusterResponseData_DescribeClusterBroker_v2(
 
 
 def _r_DescribeClusterResponseData_v2(r: ByteReader) -> DescribeClusterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_DescribeClusterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_DescribeClusterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     f_endpoint_type = r.read_int8()
     f_cluster_id = r.read_compact_string()

@@ -114,7 +114,10 @@ def _w_DescribeQuorumRequestData_TopicData_v0(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumRequestData_PartitionData_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -125,7 +128,10 @@ def _w_DescribeQuorumRequestData_TopicData_v0(
 
 def _w_DescribeQuorumRequestData_v0(m: DescribeQuorumRequestData, out: bytearray) -> None:
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumRequestData_TopicData_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -372,7 +378,10 @@ _S_DescribeQuorumResponseData_iqqqqq = struct.Struct(">iqqqqq")
 def _w_DescribeQuorumResponseData_ReplicaState_v0(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         raise _codec.non_default("replicaDirectoryId", 0)
     out += _S_DescribeQuorumResponseData_iq.pack(m.replica_id, m.log_end_offset)
     if m.unknown_tagged_fields:
@@ -388,11 +397,17 @@ def _w_DescribeQuorumResponseData_PartitionData_v0(
         m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
     )
     a_current_voters0 = m.current_voters
-    write_unsigned_varint(out, len(a_current_voters0) + 1)
+    if len(a_current_voters0) < 127:
+        out.append(len(a_current_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
         _w_DescribeQuorumResponseData_ReplicaState_v0(e_current_voters0, out)
     a_observers0 = m.observers
-    write_unsigned_varint(out, len(a_observers0) + 1)
+    if len(a_observers0) < 127:
+        out.append(len(a_observers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_observers0) + 1)
     for e_observers0 in a_observers0:
         _w_DescribeQuorumResponseData_ReplicaState_v0(e_observers0, out)
     if m.unknown_tagged_fields:
@@ -406,7 +421,10 @@ def _w_DescribeQuorumResponseData_TopicData_v0(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumResponseData_PartitionData_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -420,7 +438,10 @@ def _w_DescribeQuorumResponseData_v0(m: DescribeQuorumResponseData, out: bytearr
         raise _codec.non_default("nodes", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -432,7 +453,10 @@ def _w_DescribeQuorumResponseData_v0(m: DescribeQuorumResponseData, out: bytearr
 def _w_DescribeQuorumResponseData_ReplicaState_v1(
     m: DescribeQuorumResponseData.ReplicaState, out: bytearray
 ) -> None:
-    if m.replica_directory_id != Uuid.ZERO:
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
         raise _codec.non_default("replicaDirectoryId", 1)
     out += _S_DescribeQuorumResponseData_iqqq.pack(
         m.replica_id, m.log_end_offset, m.last_fetch_timestamp, m.last_caught_up_timestamp
@@ -450,11 +474,17 @@ def _w_DescribeQuorumResponseData_PartitionData_v1(
         m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
     )
     a_current_voters0 = m.current_voters
-    write_unsigned_varint(out, len(a_current_voters0) + 1)
+    if len(a_current_voters0) < 127:
+        out.append(len(a_current_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
         _w_DescribeQuorumResponseData_ReplicaState_v1(e_current_voters0, out)
     a_observers0 = m.observers
-    write_unsigned_varint(out, len(a_observers0) + 1)
+    if len(a_observers0) < 127:
+        out.append(len(a_observers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_observers0) + 1)
     for e_observers0 in a_observers0:
         _w_DescribeQuorumResponseData_ReplicaState_v1(e_observers0, out)
     if m.unknown_tagged_fields:
@@ -468,7 +498,10 @@ def _w_DescribeQuorumResponseData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumResponseData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -482,7 +515,10 @@ def _w_DescribeQuorumResponseData_v1(m: DescribeQuorumResponseData, out: bytearr
         raise _codec.non_default("nodes", 1)
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v1(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -515,11 +551,17 @@ def _w_DescribeQuorumResponseData_PartitionData_v2(
     write_compact_nullable_string(out, m.error_message)
     out += _S_DescribeQuorumResponseData_iiq.pack(m.leader_id, m.leader_epoch, m.high_watermark)
     a_current_voters0 = m.current_voters
-    write_unsigned_varint(out, len(a_current_voters0) + 1)
+    if len(a_current_voters0) < 127:
+        out.append(len(a_current_voters0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_current_voters0) + 1)
     for e_current_voters0 in a_current_voters0:
         _w_DescribeQuorumResponseData_ReplicaState_v2(e_current_voters0, out)
     a_observers0 = m.observers
-    write_unsigned_varint(out, len(a_observers0) + 1)
+    if len(a_observers0) < 127:
+        out.append(len(a_observers0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_observers0) + 1)
     for e_observers0 in a_observers0:
         _w_DescribeQuorumResponseData_ReplicaState_v2(e_observers0, out)
     if m.unknown_tagged_fields:
@@ -533,7 +575,10 @@ def _w_DescribeQuorumResponseData_TopicData_v2(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_DescribeQuorumResponseData_PartitionData_v2(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -559,7 +604,10 @@ def _w_DescribeQuorumResponseData_Node_v2(
 ) -> None:
     out += _P32(m.node_id)
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_DescribeQuorumResponseData_Listener_v2(e_listeners0, out)
     if m.unknown_tagged_fields:
@@ -572,11 +620,17 @@ def _w_DescribeQuorumResponseData_v2(m: DescribeQuorumResponseData, out: bytearr
     out += _P16(m.error_code)
     write_compact_nullable_string(out, m.error_message)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_DescribeQuorumResponseData_TopicData_v2(e_topics0, out)
     a_nodes0 = m.nodes
-    write_unsigned_varint(out, len(a_nodes0) + 1)
+    if len(a_nodes0) < 127:
+        out.append(len(a_nodes0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_nodes0) + 1)
     for e_nodes0 in a_nodes0:
         _w_DescribeQuorumResponseData_Node_v2(e_nodes0, out)
     if m.unknown_tagged_fields:
@@ -588,9 +642,7 @@ def _w_DescribeQuorumResponseData_v2(m: DescribeQuorumResponseData, out: bytearr
 def _r_DescribeQuorumResponseData_ReplicaState_v0(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    (f_replica_id, f_log_end_offset) = _S_DescribeQuorumResponseData_iq.unpack_from(
-        r.buffer, r.take(12)
-    )
+    (f_replica_id, f_log_end_offset) = r.unpack(_S_DescribeQuorumResponseData_iq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -606,8 +658,8 @@ def _r_DescribeQuorumResponseData_ReplicaState_v0(
 def _r_DescribeQuorumResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = (
-        _S_DescribeQuorumResponseData_ihiiq.unpack_from(r.buffer, r.take(22))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = r.unpack(
+        _S_DescribeQuorumResponseData_ihiiq
     )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
@@ -688,8 +740,8 @@ def _r_DescribeQuorumResponseData_v0(r: ByteReader) -> DescribeQuorumResponseDat
 def _r_DescribeQuorumResponseData_ReplicaState_v1(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.ReplicaState:
-    (f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp) = (
-        _S_DescribeQuorumResponseData_iqqq.unpack_from(r.buffer, r.take(28))
+    (f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp) = r.unpack(
+        _S_DescribeQuorumResponseData_iqqq
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -711,8 +763,8 @@ def _r_DescribeQuorumResponseData_ReplicaState_v1(
 def _r_DescribeQuorumResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = (
-        _S_DescribeQuorumResponseData_ihiiq.unpack_from(r.buffer, r.take(22))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark) = r.unpack(
+        _S_DescribeQuorumResponseData_ihiiq
     )
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
@@ -800,7 +852,7 @@ def _r_DescribeQuorumResponseData_ReplicaState_v2(
         f_log_end_offset,
         f_last_fetch_timestamp,
         f_last_caught_up_timestamp,
-    ) = _S_DescribeQuorumResponseData_iqqqqq.unpack_from(r.buffer, r.take(44))
+    ) = r.unpack(_S_DescribeQuorumResponseData_iqqqqq)
     f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -822,13 +874,9 @@ def _r_DescribeQuorumResponseData_ReplicaState_v2(
 def _r_DescribeQuorumResponseData_PartitionData_v2(
     r: ByteReader,
 ) -> DescribeQuorumResponseData.PartitionData:
-    (f_partition_index, f_error_code) = _S_DescribeQuorumResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_partition_index, f_error_code) = r.unpack(_S_DescribeQuorumResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
-    (f_leader_id, f_leader_epoch, f_high_watermark) = _S_DescribeQuorumResponseData_iiq.unpack_from(
-        r.buffer, r.take(16)
-    )
+    (f_leader_id, f_leader_epoch, f_high_watermark) = r.unpack(_S_DescribeQuorumResponseData_iiq)
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[DescribeQuorumResponseData.ReplicaState]
     if n_current_voters0 < 0:

@@ -151,8 +151,6 @@ _S_FetchRequestData_iqi = struct.Struct(">iqi")
 
 _S_FetchRequestData_iqqi = struct.Struct(">iqqi")
 
-_D_FetchRequestData_ReplicaState = FetchRequestData.ReplicaState()
-
 
 def _w_FetchRequestData_FetchPartition_v4(
     m: FetchRequestData.FetchPartition, out: bytearray
@@ -175,7 +173,11 @@ def _w_FetchRequestData_FetchTopic_v4(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v4(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 4)
     if m.forgotten_topics_data:
         raise _codec.non_default("forgottenTopicsData", 4)
@@ -213,7 +215,11 @@ def _w_FetchRequestData_FetchTopic_v5(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v5(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 5)
     if m.forgotten_topics_data:
         raise _codec.non_default("forgottenTopicsData", 5)
@@ -251,7 +257,11 @@ def _w_FetchRequestData_FetchTopic_v6(m: FetchRequestData.FetchTopic, out: bytea
 
 
 def _w_FetchRequestData_v6(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 6)
     if m.forgotten_topics_data:
         raise _codec.non_default("forgottenTopicsData", 6)
@@ -301,7 +311,11 @@ def _w_FetchRequestData_ForgottenTopic_v7(
 
 
 def _w_FetchRequestData_v7(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 7)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -359,7 +373,11 @@ def _w_FetchRequestData_ForgottenTopic_v8(
 
 
 def _w_FetchRequestData_v8(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 8)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -421,7 +439,11 @@ def _w_FetchRequestData_ForgottenTopic_v9(
 
 
 def _w_FetchRequestData_v9(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 9)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -483,7 +505,11 @@ def _w_FetchRequestData_ForgottenTopic_v10(
 
 
 def _w_FetchRequestData_v10(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 10)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -545,7 +571,11 @@ def _w_FetchRequestData_ForgottenTopic_v11(
 
 
 def _w_FetchRequestData_v11(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 11)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -589,7 +619,10 @@ def _w_FetchRequestData_FetchPartition_v12(
 def _w_FetchRequestData_FetchTopic_v12(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     write_compact_string(out, m.topic)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -603,7 +636,10 @@ def _w_FetchRequestData_ForgottenTopic_v12(
 ) -> None:
     write_compact_string(out, m.topic)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         out += _P32(e_partitions0)
     if m.unknown_tagged_fields:
@@ -613,7 +649,11 @@ def _w_FetchRequestData_ForgottenTopic_v12(
 
 
 def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 12)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -625,11 +665,17 @@ def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
         m.session_epoch,
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v12(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v12(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -638,13 +684,19 @@ def _w_FetchRequestData_v12(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchTopic_v13(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -658,7 +710,10 @@ def _w_FetchRequestData_ForgottenTopic_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         out += _P32(e_partitions0)
     if m.unknown_tagged_fields:
@@ -668,7 +723,11 @@ def _w_FetchRequestData_ForgottenTopic_v13(
 
 
 def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 13)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -680,11 +739,17 @@ def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
         m.session_epoch,
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -693,11 +758,18 @@ def _w_FetchRequestData_v13(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         raise _codec.non_default("replicaState", 14)
     out += _S_FetchRequestData_iiiibii.pack(
         m.replica_id,
@@ -709,11 +781,17 @@ def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
         m.session_epoch,
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -722,7 +800,10 @@ def _w_FetchRequestData_v14(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_ReplicaState_v15(m: FetchRequestData.ReplicaState, out: bytearray) -> None:
@@ -740,11 +821,17 @@ def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -753,11 +840,18 @@ def _w_FetchRequestData_v15(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
@@ -767,11 +861,17 @@ def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v13(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -780,11 +880,18 @@ def _w_FetchRequestData_v16(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchPartition_v17(
@@ -799,20 +906,32 @@ def _w_FetchRequestData_FetchPartition_v17(
         m.partition_max_bytes,
     )
     tf: list[tuple[int, bytes]] = []
-    if m.replica_directory_id != Uuid.ZERO:
-        b = bytearray()
-        b += _PUUID(
-            m.replica_directory_id.most_significant_bits,
-            m.replica_directory_id.least_significant_bits,
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
+        tf.append(
+            (
+                0,
+                _PUUID(
+                    m.replica_directory_id.most_significant_bits,
+                    m.replica_directory_id.least_significant_bits,
+                ),
+            )
         )
-        tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchTopic_v17(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v17(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -828,11 +947,17 @@ def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v17(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -841,11 +966,18 @@ def _w_FetchRequestData_v17(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchPartition_v18(
@@ -860,24 +992,34 @@ def _w_FetchRequestData_FetchPartition_v18(
         m.partition_max_bytes,
     )
     tf: list[tuple[int, bytes]] = []
-    if m.replica_directory_id != Uuid.ZERO:
-        b = bytearray()
-        b += _PUUID(
-            m.replica_directory_id.most_significant_bits,
-            m.replica_directory_id.least_significant_bits,
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
+        tf.append(
+            (
+                0,
+                _PUUID(
+                    m.replica_directory_id.most_significant_bits,
+                    m.replica_directory_id.least_significant_bits,
+                ),
+            )
         )
-        tf.append((0, bytes(b)))
     if m.high_watermark != 9223372036854775807:
-        b = bytearray()
-        b += _P64(m.high_watermark)
-        tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+        tf.append((1, _P64(m.high_watermark)))
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchRequestData_FetchTopic_v18(m: FetchRequestData.FetchTopic, out: bytearray) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchRequestData_FetchPartition_v18(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -893,11 +1035,17 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchRequestData_FetchTopic_v18(e_topics0, out)
     a_forgotten_topics_data0 = m.forgotten_topics_data
-    write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
+    if len(a_forgotten_topics_data0) < 127:
+        out.append(len(a_forgotten_topics_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_forgotten_topics_data0) + 1)
     for e_forgotten_topics_data0 in a_forgotten_topics_data0:
         _w_FetchRequestData_ForgottenTopic_v13(e_forgotten_topics_data0, out)
     write_compact_string(out, m.rack_id)
@@ -906,17 +1054,22 @@ def _w_FetchRequestData_v18(m: FetchRequestData, out: bytearray) -> None:
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    if m.replica_state != _D_FetchRequestData_ReplicaState:
+    if (
+        m.replica_state.replica_id != -1
+        or m.replica_state.replica_epoch != -1
+        or m.replica_state.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchRequestData_ReplicaState_v15(m.replica_state, b)
         tf.append((1, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchRequestData_FetchPartition_v4(r: ByteReader) -> FetchRequestData.FetchPartition:
-    (f_partition, f_fetch_offset, f_partition_max_bytes) = _S_FetchRequestData_iqi.unpack_from(
-        r.buffer, r.take(16)
-    )
+    (f_partition, f_fetch_offset, f_partition_max_bytes) = r.unpack(_S_FetchRequestData_iqi)
     return FetchRequestData.FetchPartition(
         f_partition,
         -1,
@@ -942,8 +1095,8 @@ def _r_FetchRequestData_FetchTopic_v4(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
-        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = r.unpack(
+        _S_FetchRequestData_iiiib
     )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -969,8 +1122,8 @@ def _r_FetchRequestData_v4(r: ByteReader) -> FetchRequestData:
 
 
 def _r_FetchRequestData_FetchPartition_v5(r: ByteReader) -> FetchRequestData.FetchPartition:
-    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes) = (
-        _S_FetchRequestData_iqqi.unpack_from(r.buffer, r.take(24))
+    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes) = r.unpack(
+        _S_FetchRequestData_iqqi
     )
     return FetchRequestData.FetchPartition(
         f_partition,
@@ -997,8 +1150,8 @@ def _r_FetchRequestData_FetchTopic_v5(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v5(r: ByteReader) -> FetchRequestData:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
-        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = r.unpack(
+        _S_FetchRequestData_iiiib
     )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -1035,8 +1188,8 @@ def _r_FetchRequestData_FetchTopic_v6(r: ByteReader) -> FetchRequestData.FetchTo
 
 
 def _r_FetchRequestData_v6(r: ByteReader) -> FetchRequestData:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = (
-        _S_FetchRequestData_iiiib.unpack_from(r.buffer, r.take(17))
+    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level) = r.unpack(
+        _S_FetchRequestData_iiiib
     )
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -1092,7 +1245,7 @@ def _r_FetchRequestData_v7(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1155,7 +1308,7 @@ def _r_FetchRequestData_v8(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1194,7 +1347,7 @@ def _r_FetchRequestData_FetchPartition_v9(r: ByteReader) -> FetchRequestData.Fet
         f_fetch_offset,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqqi.unpack_from(r.buffer, r.take(28))
+    ) = r.unpack(_S_FetchRequestData_iiqqi)
     return FetchRequestData.FetchPartition(
         f_partition,
         f_current_leader_epoch,
@@ -1239,7 +1392,7 @@ def _r_FetchRequestData_v9(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1302,7 +1455,7 @@ def _r_FetchRequestData_v10(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1365,7 +1518,7 @@ def _r_FetchRequestData_v11(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1406,7 +1559,7 @@ def _r_FetchRequestData_FetchPartition_v12(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1475,7 +1628,7 @@ def _r_FetchRequestData_v12(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1532,7 +1685,7 @@ def _r_FetchRequestData_FetchPartition_v13(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1601,7 +1754,7 @@ def _r_FetchRequestData_v13(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1658,7 +1811,7 @@ def _r_FetchRequestData_FetchPartition_v14(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1727,7 +1880,7 @@ def _r_FetchRequestData_v14(r: ByteReader) -> FetchRequestData:
         f_isolation_level,
         f_session_id,
         f_session_epoch,
-    ) = _S_FetchRequestData_iiiibii.unpack_from(r.buffer, r.take(25))
+    ) = r.unpack(_S_FetchRequestData_iiiibii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
     if n_topics0 < 0:
@@ -1784,7 +1937,7 @@ def _r_FetchRequestData_FetchPartition_v15(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1845,7 +1998,7 @@ def _r_FetchRequestData_ForgottenTopic_v15(r: ByteReader) -> FetchRequestData.Fo
 
 
 def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.ReplicaState:
-    (f_replica_id, f_replica_epoch) = _S_FetchRequestData_iq.unpack_from(r.buffer, r.take(12))
+    (f_replica_id, f_replica_epoch) = r.unpack(_S_FetchRequestData_iq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1858,7 +2011,7 @@ def _r_FetchRequestData_ReplicaState_v15(r: ByteReader) -> FetchRequestData.Repl
 
 def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -1876,7 +2029,7 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1898,7 +2051,7 @@ def _r_FetchRequestData_v15(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -1920,7 +2073,7 @@ def _r_FetchRequestData_FetchPartition_v16(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1982,7 +2135,7 @@ def _r_FetchRequestData_ForgottenTopic_v16(r: ByteReader) -> FetchRequestData.Fo
 
 def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -2000,7 +2153,7 @@ def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2022,7 +2175,7 @@ def _r_FetchRequestData_v16(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -2044,7 +2197,7 @@ def _r_FetchRequestData_FetchPartition_v17(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     f_replica_directory_id: Uuid = Uuid.ZERO
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -2112,7 +2265,7 @@ def _r_FetchRequestData_ForgottenTopic_v17(r: ByteReader) -> FetchRequestData.Fo
 
 def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -2130,7 +2283,7 @@ def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2152,7 +2305,7 @@ def _r_FetchRequestData_v17(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -2174,7 +2327,7 @@ def _r_FetchRequestData_FetchPartition_v18(r: ByteReader) -> FetchRequestData.Fe
         f_last_fetched_epoch,
         f_log_start_offset,
         f_partition_max_bytes,
-    ) = _S_FetchRequestData_iiqiqi.unpack_from(r.buffer, r.take(32))
+    ) = r.unpack(_S_FetchRequestData_iiqiqi)
     f_replica_directory_id: Uuid = Uuid.ZERO
     f_high_watermark: int = 9223372036854775807
     unk: list[RawTaggedField] = []
@@ -2246,7 +2399,7 @@ def _r_FetchRequestData_ForgottenTopic_v18(r: ByteReader) -> FetchRequestData.Fo
 
 def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch) = (
-        _S_FetchRequestData_iiibii.unpack_from(r.buffer, r.take(21))
+        r.unpack(_S_FetchRequestData_iiibii)
     )
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchRequestData.FetchTopic]
@@ -2264,7 +2417,7 @@ def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
         ]
     f_rack_id = r.read_compact_string()
     f_cluster_id: str | None = None
-    f_replica_state: FetchRequestData.ReplicaState = FetchRequestData.ReplicaState()
+    f_replica_state: FetchRequestData.ReplicaState | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -2286,7 +2439,7 @@ def _r_FetchRequestData_v18(r: ByteReader) -> FetchRequestData:
     return FetchRequestData(
         f_cluster_id,
         -1,
-        f_replica_state,
+        FetchRequestData.ReplicaState() if f_replica_state is None else f_replica_state,
         f_max_wait_ms,
         f_min_bytes,
         f_max_bytes,
@@ -2468,12 +2621,6 @@ _S_FetchResponseData_qi = struct.Struct(">qi")
 
 _S_FetchResponseData_qq = struct.Struct(">qq")
 
-_D_FetchResponseData_EpochEndOffset = FetchResponseData.EpochEndOffset()
-
-_D_FetchResponseData_LeaderIdAndEpoch = FetchResponseData.LeaderIdAndEpoch()
-
-_D_FetchResponseData_SnapshotId = FetchResponseData.SnapshotId()
-
 
 def _w_FetchResponseData_AbortedTransaction_v4(
     m: FetchResponseData.AbortedTransaction, out: bytearray
@@ -2486,11 +2633,23 @@ def _w_FetchResponseData_AbortedTransaction_v4(
 def _w_FetchResponseData_PartitionData_v4(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 4)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 4)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 4)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 4)
@@ -2553,11 +2712,23 @@ def _w_FetchResponseData_AbortedTransaction_v5(
 def _w_FetchResponseData_PartitionData_v5(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 5)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 5)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 5)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 5)
@@ -2620,11 +2791,23 @@ def _w_FetchResponseData_AbortedTransaction_v6(
 def _w_FetchResponseData_PartitionData_v6(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 6)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 6)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 6)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 6)
@@ -2687,11 +2870,23 @@ def _w_FetchResponseData_AbortedTransaction_v7(
 def _w_FetchResponseData_PartitionData_v7(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 7)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 7)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 7)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 7)
@@ -2752,11 +2947,23 @@ def _w_FetchResponseData_AbortedTransaction_v8(
 def _w_FetchResponseData_PartitionData_v8(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 8)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 8)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 8)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 8)
@@ -2817,11 +3024,23 @@ def _w_FetchResponseData_AbortedTransaction_v9(
 def _w_FetchResponseData_PartitionData_v9(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 9)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 9)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 9)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 9)
@@ -2882,11 +3101,23 @@ def _w_FetchResponseData_AbortedTransaction_v10(
 def _w_FetchResponseData_PartitionData_v10(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 10)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 10)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 10)
     if m.preferred_read_replica != -1:
         raise _codec.non_default("preferredReadReplica", 10)
@@ -2947,11 +3178,23 @@ def _w_FetchResponseData_AbortedTransaction_v11(
 def _w_FetchResponseData_PartitionData_v11(
     m: FetchResponseData.PartitionData, out: bytearray
 ) -> None:
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         raise _codec.non_default("divergingEpoch", 11)
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 11)
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         raise _codec.non_default("snapshotId", 11)
     out += _S_FetchResponseData_ihqqq.pack(
         m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset
@@ -3048,25 +3291,43 @@ def _w_FetchResponseData_PartitionData_v12(
     if a_aborted_transactions0 is None:
         out.extend((0,))
     else:
-        write_unsigned_varint(out, len(a_aborted_transactions0) + 1)
+        if len(a_aborted_transactions0) < 127:
+            out.append(len(a_aborted_transactions0) + 1)
+        else:
+            write_unsigned_varint(out, len(a_aborted_transactions0) + 1)
         for e_aborted_transactions0 in a_aborted_transactions0:
             _w_FetchResponseData_AbortedTransaction_v12(e_aborted_transactions0, out)
     out += _P32(m.preferred_read_replica)
     write_compact_nullable_bytes(out, m.records)
     tf: list[tuple[int, bytes]] = []
-    if m.diverging_epoch != _D_FetchResponseData_EpochEndOffset:
+    if (
+        m.diverging_epoch.epoch != -1
+        or m.diverging_epoch.end_offset != -1
+        or m.diverging_epoch.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchResponseData_EpochEndOffset_v12(m.diverging_epoch, b)
         tf.append((0, bytes(b)))
-    if m.current_leader != _D_FetchResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchResponseData_LeaderIdAndEpoch_v12(m.current_leader, b)
         tf.append((1, bytes(b)))
-    if m.snapshot_id != _D_FetchResponseData_SnapshotId:
+    if (
+        m.snapshot_id.end_offset != -1
+        or m.snapshot_id.epoch != -1
+        or m.snapshot_id.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchResponseData_SnapshotId_v12(m.snapshot_id, b)
         tf.append((2, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchResponseData_FetchableTopicResponse_v12(
@@ -3074,7 +3335,10 @@ def _w_FetchResponseData_FetchableTopicResponse_v12(
 ) -> None:
     write_compact_string(out, m.topic)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchResponseData_PartitionData_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -3088,7 +3352,10 @@ def _w_FetchResponseData_v12(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 12)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v12(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3102,7 +3369,10 @@ def _w_FetchResponseData_FetchableTopicResponse_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchResponseData_PartitionData_v12(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -3116,7 +3386,10 @@ def _w_FetchResponseData_v13(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 13)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3130,7 +3403,10 @@ def _w_FetchResponseData_v14(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 14)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3144,7 +3420,10 @@ def _w_FetchResponseData_v15(m: FetchResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 15)
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     if m.unknown_tagged_fields:
@@ -3169,30 +3448,39 @@ def _w_FetchResponseData_NodeEndpoint_v16(
 def _w_FetchResponseData_v16(m: FetchResponseData, out: bytearray) -> None:
     out += _S_FetchResponseData_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_FetchResponseData_FetchableTopicResponse_v13(e_responses0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_FetchResponseData_NodeEndpoint_v16(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchResponseData_AbortedTransaction_v4(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
-    (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
+    (f_producer_id, f_first_offset) = r.unpack(_S_FetchResponseData_qq)
     return FetchResponseData.AbortedTransaction(f_producer_id, f_first_offset, [])
 
 
 def _r_FetchResponseData_PartitionData_v4(r: ByteReader) -> FetchResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset) = (
-        _S_FetchResponseData_ihqq.unpack_from(r.buffer, r.take(22))
+    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset) = r.unpack(
+        _S_FetchResponseData_ihqq
     )
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
@@ -3252,7 +3540,7 @@ def _r_FetchResponseData_PartitionData_v5(r: ByteReader) -> FetchResponseData.Pa
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    ) = r.unpack(_S_FetchResponseData_ihqqq)
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3344,9 +3632,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v7(
 
 
 def _r_FetchResponseData_v7(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3372,9 +3658,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v8(
 
 
 def _r_FetchResponseData_v8(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3400,9 +3684,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v9(
 
 
 def _r_FetchResponseData_v9(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3428,9 +3710,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v10(
 
 
 def _r_FetchResponseData_v10(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3449,7 +3729,7 @@ def _r_FetchResponseData_PartitionData_v11(r: ByteReader) -> FetchResponseData.P
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    ) = r.unpack(_S_FetchResponseData_ihqqq)
     n_aborted_transactions0 = r.read_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3490,9 +3770,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v11(
 
 
 def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3507,7 +3785,7 @@ def _r_FetchResponseData_v11(r: ByteReader) -> FetchResponseData:
 def _r_FetchResponseData_AbortedTransaction_v12(
     r: ByteReader,
 ) -> FetchResponseData.AbortedTransaction:
-    (f_producer_id, f_first_offset) = _S_FetchResponseData_qq.unpack_from(r.buffer, r.take(16))
+    (f_producer_id, f_first_offset) = r.unpack(_S_FetchResponseData_qq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3519,7 +3797,7 @@ def _r_FetchResponseData_AbortedTransaction_v12(
 
 
 def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.EpochEndOffset:
-    (f_epoch, f_end_offset) = _S_FetchResponseData_iq.unpack_from(r.buffer, r.take(12))
+    (f_epoch, f_end_offset) = r.unpack(_S_FetchResponseData_iq)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3531,7 +3809,7 @@ def _r_FetchResponseData_EpochEndOffset_v12(r: ByteReader) -> FetchResponseData.
 
 
 def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseData.LeaderIdAndEpoch:
-    (f_leader_id, f_leader_epoch) = _S_FetchResponseData_ii.unpack_from(r.buffer, r.take(8))
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_FetchResponseData_ii)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3543,7 +3821,7 @@ def _r_FetchResponseData_LeaderIdAndEpoch_v12(r: ByteReader) -> FetchResponseDat
 
 
 def _r_FetchResponseData_SnapshotId_v12(r: ByteReader) -> FetchResponseData.SnapshotId:
-    (f_end_offset, f_epoch) = _S_FetchResponseData_qi.unpack_from(r.buffer, r.take(12))
+    (f_end_offset, f_epoch) = r.unpack(_S_FetchResponseData_qi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3561,7 +3839,7 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-    ) = _S_FetchResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    ) = r.unpack(_S_FetchResponseData_ihqqq)
     n_aborted_transactions0 = r.read_compact_array_length()
     f_aborted_transactions: list[FetchResponseData.AbortedTransaction] | None
     if n_aborted_transactions0 < 0:
@@ -3572,9 +3850,9 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
         ]
     f_preferred_read_replica = r.read_int32()
     f_records = r.read_compact_nullable_bytes()
-    f_diverging_epoch: FetchResponseData.EpochEndOffset = FetchResponseData.EpochEndOffset()
-    f_current_leader: FetchResponseData.LeaderIdAndEpoch = FetchResponseData.LeaderIdAndEpoch()
-    f_snapshot_id: FetchResponseData.SnapshotId = FetchResponseData.SnapshotId()
+    f_diverging_epoch: FetchResponseData.EpochEndOffset | None = None
+    f_current_leader: FetchResponseData.LeaderIdAndEpoch | None = None
+    f_snapshot_id: FetchResponseData.SnapshotId | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -3604,9 +3882,9 @@ def _r_FetchResponseData_PartitionData_v12(r: ByteReader) -> FetchResponseData.P
         f_high_watermark,
         f_last_stable_offset,
         f_log_start_offset,
-        f_diverging_epoch,
-        f_current_leader,
-        f_snapshot_id,
+        FetchResponseData.EpochEndOffset() if f_diverging_epoch is None else f_diverging_epoch,
+        FetchResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
+        FetchResponseData.SnapshotId() if f_snapshot_id is None else f_snapshot_id,
         f_aborted_transactions,
         f_preferred_read_replica,
         f_records,
@@ -3635,9 +3913,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v12(
 
 
 def _r_FetchResponseData_v12(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3680,9 +3956,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v13(
 
 
 def _r_FetchResponseData_v13(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3725,9 +3999,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v14(
 
 
 def _r_FetchResponseData_v14(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3770,9 +4042,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v15(
 
 
 def _r_FetchResponseData_v15(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3830,9 +4100,7 @@ def _r_FetchResponseData_NodeEndpoint_v16(r: ByteReader) -> FetchResponseData.No
 
 
 def _r_FetchResponseData_v16(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3887,9 +4155,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v17(
 
 
 def _r_FetchResponseData_v17(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:
@@ -3944,9 +4210,7 @@ def _r_FetchResponseData_FetchableTopicResponse_v18(
 
 
 def _r_FetchResponseData_v18(r: ByteReader) -> FetchResponseData:
-    (f_throttle_time_ms, f_error_code, f_session_id) = _S_FetchResponseData_ihi.unpack_from(
-        r.buffer, r.take(10)
-    )
+    (f_throttle_time_ms, f_error_code, f_session_id) = r.unpack(_S_FetchResponseData_ihi)
     n_responses0 = r.read_compact_array_length()
     f_responses: list[FetchResponseData.FetchableTopicResponse]
     if n_responses0 < 0:

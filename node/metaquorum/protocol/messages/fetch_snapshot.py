@@ -150,7 +150,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v0(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotRequestData_PartitionSnapshot_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -162,7 +165,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v0(
 def _w_FetchSnapshotRequestData_v0(m: FetchSnapshotRequestData, out: bytearray) -> None:
     out += _S_FetchSnapshotRequestData_ii.pack(m.replica_id, m.max_bytes)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotRequestData_TopicSnapshot_v0(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
@@ -170,7 +176,10 @@ def _w_FetchSnapshotRequestData_v0(m: FetchSnapshotRequestData, out: bytearray) 
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotRequestData_PartitionSnapshot_v1(
@@ -180,14 +189,23 @@ def _w_FetchSnapshotRequestData_PartitionSnapshot_v1(
     _w_FetchSnapshotRequestData_SnapshotId_v0(m.snapshot_id, out)
     out += _P64(m.position)
     tf: list[tuple[int, bytes]] = []
-    if m.replica_directory_id != Uuid.ZERO:
-        b = bytearray()
-        b += _PUUID(
-            m.replica_directory_id.most_significant_bits,
-            m.replica_directory_id.least_significant_bits,
+    if (
+        m.replica_directory_id.most_significant_bits
+        or m.replica_directory_id.least_significant_bits
+    ):
+        tf.append(
+            (
+                0,
+                _PUUID(
+                    m.replica_directory_id.most_significant_bits,
+                    m.replica_directory_id.least_significant_bits,
+                ),
+            )
         )
-        tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
@@ -195,7 +213,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotRequestData_PartitionSnapshot_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -207,7 +228,10 @@ def _w_FetchSnapshotRequestData_TopicSnapshot_v1(
 def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) -> None:
     out += _S_FetchSnapshotRequestData_ii.pack(m.replica_id, m.max_bytes)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotRequestData_TopicSnapshot_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
@@ -215,11 +239,14 @@ def _w_FetchSnapshotRequestData_v1(m: FetchSnapshotRequestData, out: bytearray) 
         b = bytearray()
         write_compact_nullable_string(b, m.cluster_id)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotRequestData.SnapshotId:
-    (f_end_offset, f_epoch) = _S_FetchSnapshotRequestData_qi.unpack_from(r.buffer, r.take(12))
+    (f_end_offset, f_epoch) = r.unpack(_S_FetchSnapshotRequestData_qi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -233,9 +260,7 @@ def _r_FetchSnapshotRequestData_SnapshotId_v0(r: ByteReader) -> FetchSnapshotReq
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v0(
     r: ByteReader,
 ) -> FetchSnapshotRequestData.PartitionSnapshot:
-    (f_partition, f_current_leader_epoch) = _S_FetchSnapshotRequestData_ii.unpack_from(
-        r.buffer, r.take(8)
-    )
+    (f_partition, f_current_leader_epoch) = r.unpack(_S_FetchSnapshotRequestData_ii)
     f_snapshot_id = _r_FetchSnapshotRequestData_SnapshotId_v0(r)
     f_position = r.read_int64()
     unk: list[RawTaggedField] = []
@@ -276,7 +301,7 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v0(
 
 
 def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
-    (f_replica_id, f_max_bytes) = _S_FetchSnapshotRequestData_ii.unpack_from(r.buffer, r.take(8))
+    (f_replica_id, f_max_bytes) = r.unpack(_S_FetchSnapshotRequestData_ii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotRequestData.TopicSnapshot]
     if n_topics0 < 0:
@@ -303,9 +328,7 @@ def _r_FetchSnapshotRequestData_v0(r: ByteReader) -> FetchSnapshotRequestData:
 def _r_FetchSnapshotRequestData_PartitionSnapshot_v1(
     r: ByteReader,
 ) -> FetchSnapshotRequestData.PartitionSnapshot:
-    (f_partition, f_current_leader_epoch) = _S_FetchSnapshotRequestData_ii.unpack_from(
-        r.buffer, r.take(8)
-    )
+    (f_partition, f_current_leader_epoch) = r.unpack(_S_FetchSnapshotRequestData_ii)
     f_snapshot_id = _r_FetchSnapshotRequestData_SnapshotId_v0(r)
     f_position = r.read_int64()
     f_replica_directory_id: Uuid = Uuid.ZERO
@@ -350,7 +373,7 @@ def _r_FetchSnapshotRequestData_TopicSnapshot_v1(
 
 
 def _r_FetchSnapshotRequestData_v1(r: ByteReader) -> FetchSnapshotRequestData:
-    (f_replica_id, f_max_bytes) = _S_FetchSnapshotRequestData_ii.unpack_from(r.buffer, r.take(8))
+    (f_replica_id, f_max_bytes) = r.unpack(_S_FetchSnapshotRequestData_ii)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotRequestData.TopicSnapshot]
     if n_topics0 < 0:
@@ -479,8 +502,6 @@ _S_FetchSnapshotResponseData_qi = struct.Struct(">qi")
 
 _S_FetchSnapshotResponseData_qq = struct.Struct(">qq")
 
-_D_FetchSnapshotResponseData_LeaderIdAndEpoch = FetchSnapshotResponseData.LeaderIdAndEpoch()
-
 
 def _w_FetchSnapshotResponseData_SnapshotId_v0(
     m: FetchSnapshotResponseData.SnapshotId, out: bytearray
@@ -512,11 +533,18 @@ def _w_FetchSnapshotResponseData_PartitionSnapshot_v0(
         raise _codec.null_in_non_nullable("unalignedRecords", 0)
     write_compact_bytes(out, m.unaligned_records)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_FetchSnapshotResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != 0
+        or m.current_leader.leader_epoch != 0
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotResponseData_TopicSnapshot_v0(
@@ -524,7 +552,10 @@ def _w_FetchSnapshotResponseData_TopicSnapshot_v0(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotResponseData_PartitionSnapshot_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -538,7 +569,10 @@ def _w_FetchSnapshotResponseData_v0(m: FetchSnapshotResponseData, out: bytearray
         raise _codec.non_default("nodeEndpoints", 0)
     out += _S_FetchSnapshotResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotResponseData_TopicSnapshot_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -557,11 +591,18 @@ def _w_FetchSnapshotResponseData_PartitionSnapshot_v1(
         raise _codec.null_in_non_nullable("unalignedRecords", 1)
     write_compact_bytes(out, m.unaligned_records)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_FetchSnapshotResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != 0
+        or m.current_leader.leader_epoch != 0
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_FetchSnapshotResponseData_TopicSnapshot_v1(
@@ -569,7 +610,10 @@ def _w_FetchSnapshotResponseData_TopicSnapshot_v1(
 ) -> None:
     write_compact_string(out, m.name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_FetchSnapshotResponseData_PartitionSnapshot_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -593,24 +637,33 @@ def _w_FetchSnapshotResponseData_NodeEndpoint_v1(
 def _w_FetchSnapshotResponseData_v1(m: FetchSnapshotResponseData, out: bytearray) -> None:
     out += _S_FetchSnapshotResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_FetchSnapshotResponseData_TopicSnapshot_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_FetchSnapshotResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_FetchSnapshotResponseData_SnapshotId_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.SnapshotId:
-    (f_end_offset, f_epoch) = _S_FetchSnapshotResponseData_qi.unpack_from(r.buffer, r.take(12))
+    (f_end_offset, f_epoch) = r.unpack(_S_FetchSnapshotResponseData_qi)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -624,7 +677,7 @@ def _r_FetchSnapshotResponseData_SnapshotId_v0(
 def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.LeaderIdAndEpoch:
-    (f_leader_id, f_leader_epoch) = _S_FetchSnapshotResponseData_ii.unpack_from(r.buffer, r.take(8))
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_FetchSnapshotResponseData_ii)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -638,13 +691,11 @@ def _r_FetchSnapshotResponseData_LeaderIdAndEpoch_v0(
 def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
     r: ByteReader,
 ) -> FetchSnapshotResponseData.PartitionSnapshot:
-    (f_index, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(r.buffer, r.take(6))
+    (f_index, f_error_code) = r.unpack(_S_FetchSnapshotResponseData_ih)
     f_snapshot_id = _r_FetchSnapshotResponseData_SnapshotId_v0(r)
-    (f_size, f_position) = _S_FetchSnapshotResponseData_qq.unpack_from(r.buffer, r.take(16))
+    (f_size, f_position) = r.unpack(_S_FetchSnapshotResponseData_qq)
     f_unaligned_records = r.read_compact_bytes()
-    f_current_leader: FetchSnapshotResponseData.LeaderIdAndEpoch = (
-        FetchSnapshotResponseData.LeaderIdAndEpoch()
-    )
+    f_current_leader: FetchSnapshotResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -662,7 +713,9 @@ def _r_FetchSnapshotResponseData_PartitionSnapshot_v0(
         f_index,
         f_error_code,
         f_snapshot_id,
-        f_current_leader,
+        FetchSnapshotResponseData.LeaderIdAndEpoch()
+        if f_current_leader is None
+        else f_current_leader,
         f_size,
         f_position,
         f_unaligned_records,
@@ -693,9 +746,7 @@ def _r_FetchSnapshotResponseData_TopicSnapshot_v0(
 
 
 def _r_FetchSnapshotResponseData_v0(r: ByteReader) -> FetchSnapshotResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_FetchSnapshotResponseData_ih)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotResponseData.TopicSnapshot]
     if n_topics0 < 0:
@@ -754,9 +805,7 @@ def _r_FetchSnapshotResponseData_NodeEndpoint_v1(
 
 
 def _r_FetchSnapshotResponseData_v1(r: ByteReader) -> FetchSnapshotResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_FetchSnapshotResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_FetchSnapshotResponseData_ih)
     n_topics0 = r.read_compact_array_length()
     f_topics: list[FetchSnapshotResponseData.TopicSnapshot]
     if n_topics0 < 0:

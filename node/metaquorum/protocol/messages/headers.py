@@ -109,8 +109,8 @@ def _w_RequestHeaderData_v2(m: RequestHeaderData, out: bytearray) -> None:
 
 
 def _r_RequestHeaderData_v1(r: ByteReader) -> RequestHeaderData:
-    (f_request_api_key, f_request_api_version, f_correlation_id) = (
-        _S_RequestHeaderData_hhi.unpack_from(r.buffer, r.take(8))
+    (f_request_api_key, f_request_api_version, f_correlation_id) = r.unpack(
+        _S_RequestHeaderData_hhi
     )
     f_client_id = r.read_nullable_string()
     return RequestHeaderData(
@@ -119,8 +119,8 @@ def _r_RequestHeaderData_v1(r: ByteReader) -> RequestHeaderData:
 
 
 def _r_RequestHeaderData_v2(r: ByteReader) -> RequestHeaderData:
-    (f_request_api_key, f_request_api_version, f_correlation_id) = (
-        _S_RequestHeaderData_hhi.unpack_from(r.buffer, r.take(8))
+    (f_request_api_key, f_request_api_version, f_correlation_id) = r.unpack(
+        _S_RequestHeaderData_hhi
     )
     f_client_id = r.read_nullable_string()
     unk: list[RawTaggedField] = []

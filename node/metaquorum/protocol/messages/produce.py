@@ -313,7 +313,10 @@ def _w_ProduceRequestData_TopicProduceData_v9(
 ) -> None:
     write_compact_string(out, m.name)
     a_partition_data0 = m.partition_data
-    write_unsigned_varint(out, len(a_partition_data0) + 1)
+    if len(a_partition_data0) < 127:
+        out.append(len(a_partition_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_data0) + 1)
     for e_partition_data0 in a_partition_data0:
         _w_ProduceRequestData_PartitionProduceData_v9(e_partition_data0, out)
     if m.unknown_tagged_fields:
@@ -326,7 +329,10 @@ def _w_ProduceRequestData_v9(m: ProduceRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.transactional_id)
     out += _S_ProduceRequestData_hi.pack(m.acks, m.timeout_ms)
     a_topic_data0 = m.topic_data
-    write_unsigned_varint(out, len(a_topic_data0) + 1)
+    if len(a_topic_data0) < 127:
+        out.append(len(a_topic_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topic_data0) + 1)
     for e_topic_data0 in a_topic_data0:
         _w_ProduceRequestData_TopicProduceData_v9(e_topic_data0, out)
     if m.unknown_tagged_fields:
@@ -340,7 +346,10 @@ def _w_ProduceRequestData_TopicProduceData_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partition_data0 = m.partition_data
-    write_unsigned_varint(out, len(a_partition_data0) + 1)
+    if len(a_partition_data0) < 127:
+        out.append(len(a_partition_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_data0) + 1)
     for e_partition_data0 in a_partition_data0:
         _w_ProduceRequestData_PartitionProduceData_v9(e_partition_data0, out)
     if m.unknown_tagged_fields:
@@ -353,7 +362,10 @@ def _w_ProduceRequestData_v13(m: ProduceRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.transactional_id)
     out += _S_ProduceRequestData_hi.pack(m.acks, m.timeout_ms)
     a_topic_data0 = m.topic_data
-    write_unsigned_varint(out, len(a_topic_data0) + 1)
+    if len(a_topic_data0) < 127:
+        out.append(len(a_topic_data0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topic_data0) + 1)
     for e_topic_data0 in a_topic_data0:
         _w_ProduceRequestData_TopicProduceData_v13(e_topic_data0, out)
     if m.unknown_tagged_fields:
@@ -385,7 +397,7 @@ def _r_ProduceRequestData_TopicProduceData_v3(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v3(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -410,7 +422,7 @@ def _r_ProduceRequestData_TopicProduceData_v4(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v4(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -435,7 +447,7 @@ def _r_ProduceRequestData_TopicProduceData_v5(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v5(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -460,7 +472,7 @@ def _r_ProduceRequestData_TopicProduceData_v6(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v6(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -485,7 +497,7 @@ def _r_ProduceRequestData_TopicProduceData_v7(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v7(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -510,7 +522,7 @@ def _r_ProduceRequestData_TopicProduceData_v8(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v8(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -557,7 +569,7 @@ def _r_ProduceRequestData_TopicProduceData_v9(r: ByteReader) -> ProduceRequestDa
 
 def _r_ProduceRequestData_v9(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -598,7 +610,7 @@ def _r_ProduceRequestData_TopicProduceData_v10(
 
 def _r_ProduceRequestData_v10(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -639,7 +651,7 @@ def _r_ProduceRequestData_TopicProduceData_v11(
 
 def _r_ProduceRequestData_v11(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -680,7 +692,7 @@ def _r_ProduceRequestData_TopicProduceData_v12(
 
 def _r_ProduceRequestData_v12(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -721,7 +733,7 @@ def _r_ProduceRequestData_TopicProduceData_v13(
 
 def _r_ProduceRequestData_v13(r: ByteReader) -> ProduceRequestData:
     f_transactional_id = r.read_compact_nullable_string()
-    (f_acks, f_timeout_ms) = _S_ProduceRequestData_hi.unpack_from(r.buffer, r.take(6))
+    (f_acks, f_timeout_ms) = r.unpack(_S_ProduceRequestData_hi)
     n_topic_data0 = r.read_compact_array_length()
     f_topic_data: list[ProduceRequestData.TopicProduceData]
     if n_topic_data0 < 0:
@@ -863,13 +875,15 @@ _S_ProduceResponseData_ihqqq = struct.Struct(">ihqqq")
 
 _S_ProduceResponseData_ii = struct.Struct(">ii")
 
-_D_ProduceResponseData_LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
-
 
 def _w_ProduceResponseData_PartitionProduceResponse_v3(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 3)
     out += _S_ProduceResponseData_ihqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms
@@ -905,7 +919,11 @@ def _w_ProduceResponseData_v3(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v4(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 4)
     out += _S_ProduceResponseData_ihqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms
@@ -941,7 +959,11 @@ def _w_ProduceResponseData_v4(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v5(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 5)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -977,7 +999,11 @@ def _w_ProduceResponseData_v5(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v6(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 6)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1013,7 +1039,11 @@ def _w_ProduceResponseData_v6(m: ProduceResponseData, out: bytearray) -> None:
 def _w_ProduceResponseData_PartitionProduceResponse_v7(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 7)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1058,7 +1088,11 @@ def _w_ProduceResponseData_BatchIndexAndErrorMessage_v8(
 def _w_ProduceResponseData_PartitionProduceResponse_v8(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 8)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
@@ -1110,13 +1144,20 @@ def _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(
 def _w_ProduceResponseData_PartitionProduceResponse_v9(
     m: ProduceResponseData.PartitionProduceResponse, out: bytearray
 ) -> None:
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         raise _codec.non_default("currentLeader", 9)
     out += _S_ProduceResponseData_ihqqq.pack(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
     )
     a_record_errors0 = m.record_errors
-    write_unsigned_varint(out, len(a_record_errors0) + 1)
+    if len(a_record_errors0) < 127:
+        out.append(len(a_record_errors0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_record_errors0) + 1)
     for e_record_errors0 in a_record_errors0:
         _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(e_record_errors0, out)
     write_compact_nullable_string(out, m.error_message)
@@ -1131,7 +1172,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v9(
 ) -> None:
     write_compact_string(out, m.name)
     a_partition_responses0 = m.partition_responses
-    write_unsigned_varint(out, len(a_partition_responses0) + 1)
+    if len(a_partition_responses0) < 127:
+        out.append(len(a_partition_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_responses0) + 1)
     for e_partition_responses0 in a_partition_responses0:
         _w_ProduceResponseData_PartitionProduceResponse_v9(e_partition_responses0, out)
     if m.unknown_tagged_fields:
@@ -1144,7 +1188,10 @@ def _w_ProduceResponseData_v9(m: ProduceResponseData, out: bytearray) -> None:
     if m.node_endpoints:
         raise _codec.non_default("nodeEndpoints", 9)
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_ProduceResponseData_TopicProduceResponse_v9(e_responses0, out)
     out += _P32(m.throttle_time_ms)
@@ -1171,16 +1218,26 @@ def _w_ProduceResponseData_PartitionProduceResponse_v10(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
     )
     a_record_errors0 = m.record_errors
-    write_unsigned_varint(out, len(a_record_errors0) + 1)
+    if len(a_record_errors0) < 127:
+        out.append(len(a_record_errors0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_record_errors0) + 1)
     for e_record_errors0 in a_record_errors0:
         _w_ProduceResponseData_BatchIndexAndErrorMessage_v9(e_record_errors0, out)
     write_compact_nullable_string(out, m.error_message)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_ProduceResponseData_LeaderIdAndEpoch:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_ProduceResponseData_LeaderIdAndEpoch_v10(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_ProduceResponseData_TopicProduceResponse_v10(
@@ -1188,7 +1245,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v10(
 ) -> None:
     write_compact_string(out, m.name)
     a_partition_responses0 = m.partition_responses
-    write_unsigned_varint(out, len(a_partition_responses0) + 1)
+    if len(a_partition_responses0) < 127:
+        out.append(len(a_partition_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_responses0) + 1)
     for e_partition_responses0 in a_partition_responses0:
         _w_ProduceResponseData_PartitionProduceResponse_v10(e_partition_responses0, out)
     if m.unknown_tagged_fields:
@@ -1212,7 +1272,10 @@ def _w_ProduceResponseData_NodeEndpoint_v10(
 
 def _w_ProduceResponseData_v10(m: ProduceResponseData, out: bytearray) -> None:
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_ProduceResponseData_TopicProduceResponse_v10(e_responses0, out)
     out += _P32(m.throttle_time_ms)
@@ -1220,11 +1283,17 @@ def _w_ProduceResponseData_v10(m: ProduceResponseData, out: bytearray) -> None:
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_ProduceResponseData_NodeEndpoint_v10(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _w_ProduceResponseData_TopicProduceResponse_v13(
@@ -1232,7 +1301,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v13(
 ) -> None:
     out += _PUUID(m.topic_id.most_significant_bits, m.topic_id.least_significant_bits)
     a_partition_responses0 = m.partition_responses
-    write_unsigned_varint(out, len(a_partition_responses0) + 1)
+    if len(a_partition_responses0) < 127:
+        out.append(len(a_partition_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partition_responses0) + 1)
     for e_partition_responses0 in a_partition_responses0:
         _w_ProduceResponseData_PartitionProduceResponse_v10(e_partition_responses0, out)
     if m.unknown_tagged_fields:
@@ -1243,7 +1315,10 @@ def _w_ProduceResponseData_TopicProduceResponse_v13(
 
 def _w_ProduceResponseData_v13(m: ProduceResponseData, out: bytearray) -> None:
     a_responses0 = m.responses
-    write_unsigned_varint(out, len(a_responses0) + 1)
+    if len(a_responses0) < 127:
+        out.append(len(a_responses0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_responses0) + 1)
     for e_responses0 in a_responses0:
         _w_ProduceResponseData_TopicProduceResponse_v13(e_responses0, out)
     out += _P32(m.throttle_time_ms)
@@ -1251,18 +1326,24 @@ def _w_ProduceResponseData_v13(m: ProduceResponseData, out: bytearray) -> None:
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_ProduceResponseData_NodeEndpoint_v10(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_ProduceResponseData_PartitionProduceResponse_v3(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms) = (
-        _S_ProduceResponseData_ihqq.unpack_from(r.buffer, r.take(22))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms) = r.unpack(
+        _S_ProduceResponseData_ihqq
     )
     return ProduceResponseData.PartitionProduceResponse(
         f_index,
@@ -1338,8 +1419,8 @@ def _r_ProduceResponseData_v4(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v5(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     return ProduceResponseData.PartitionProduceResponse(
         f_index,
@@ -1454,8 +1535,8 @@ def _r_ProduceResponseData_BatchIndexAndErrorMessage_v8(
 def _r_ProduceResponseData_PartitionProduceResponse_v8(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1528,8 +1609,8 @@ def _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(
 def _r_ProduceResponseData_PartitionProduceResponse_v9(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1612,7 +1693,7 @@ def _r_ProduceResponseData_v9(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_LeaderIdAndEpoch_v10(
     r: ByteReader,
 ) -> ProduceResponseData.LeaderIdAndEpoch:
-    (f_leader_id, f_leader_epoch) = _S_ProduceResponseData_ii.unpack_from(r.buffer, r.take(8))
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_ProduceResponseData_ii)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1626,8 +1707,8 @@ def _r_ProduceResponseData_LeaderIdAndEpoch_v10(
 def _r_ProduceResponseData_PartitionProduceResponse_v10(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1638,7 +1719,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v10(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1660,7 +1741,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v10(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 
@@ -1739,8 +1820,8 @@ def _r_ProduceResponseData_v10(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v11(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1751,7 +1832,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v11(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1773,7 +1854,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v11(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 
@@ -1837,8 +1918,8 @@ def _r_ProduceResponseData_v11(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v12(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1849,7 +1930,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v12(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1871,7 +1952,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v12(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 
@@ -1935,8 +2016,8 @@ def _r_ProduceResponseData_v12(r: ByteReader) -> ProduceResponseData:
 def _r_ProduceResponseData_PartitionProduceResponse_v13(
     r: ByteReader,
 ) -> ProduceResponseData.PartitionProduceResponse:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = (
-        _S_ProduceResponseData_ihqqq.unpack_from(r.buffer, r.take(30))
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset) = r.unpack(
+        _S_ProduceResponseData_ihqqq
     )
     n_record_errors0 = r.read_compact_array_length()
     f_record_errors: list[ProduceResponseData.BatchIndexAndErrorMessage]
@@ -1947,7 +2028,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v13(
             _r_ProduceResponseData_BatchIndexAndErrorMessage_v9(r) for _ in range(n_record_errors0)
         ]
     f_error_message = r.read_compact_nullable_string()
-    f_current_leader: ProduceResponseData.LeaderIdAndEpoch = ProduceResponseData.LeaderIdAndEpoch()
+    f_current_leader: ProduceResponseData.LeaderIdAndEpoch | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -1969,7 +2050,7 @@ def _r_ProduceResponseData_PartitionProduceResponse_v13(
         f_log_start_offset,
         f_record_errors,
         f_error_message,
-        f_current_leader,
+        ProduceResponseData.LeaderIdAndEpoch() if f_current_leader is None else f_current_leader,
         unk,
     )
 

@@ -168,7 +168,10 @@ def _w_BeginQuorumEpochRequestData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_BeginQuorumEpochRequestData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -193,11 +196,17 @@ def _w_BeginQuorumEpochRequestData_v1(m: BeginQuorumEpochRequestData, out: bytea
     write_compact_nullable_string(out, m.cluster_id)
     out += _P32(m.voter_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_BeginQuorumEpochRequestData_TopicData_v1(e_topics0, out)
     a_leader_endpoints0 = m.leader_endpoints
-    write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
+    if len(a_leader_endpoints0) < 127:
+        out.append(len(a_leader_endpoints0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
     for e_leader_endpoints0 in a_leader_endpoints0:
         _w_BeginQuorumEpochRequestData_LeaderEndpoint_v1(e_leader_endpoints0, out)
     if m.unknown_tagged_fields:
@@ -209,9 +218,7 @@ def _w_BeginQuorumEpochRequestData_v1(m: BeginQuorumEpochRequestData, out: bytea
 def _r_BeginQuorumEpochRequestData_PartitionData_v0(
     r: ByteReader,
 ) -> BeginQuorumEpochRequestData.PartitionData:
-    (f_partition_index, f_leader_id, f_leader_epoch) = (
-        _S_BeginQuorumEpochRequestData_iii.unpack_from(r.buffer, r.take(12))
-    )
+    (f_partition_index, f_leader_id, f_leader_epoch) = r.unpack(_S_BeginQuorumEpochRequestData_iii)
     return BeginQuorumEpochRequestData.PartitionData(
         f_partition_index, Uuid.ZERO, f_leader_id, f_leader_epoch, []
     )
@@ -252,7 +259,7 @@ def _r_BeginQuorumEpochRequestData_PartitionData_v1(
         f_voter_directory_id_lsb,
         f_leader_id,
         f_leader_epoch,
-    ) = _S_BeginQuorumEpochRequestData_iqqii.unpack_from(r.buffer, r.take(28))
+    ) = r.unpack(_S_BeginQuorumEpochRequestData_iqqii)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -460,7 +467,10 @@ def _w_BeginQuorumEpochResponseData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_BeginQuorumEpochResponseData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -484,25 +494,34 @@ def _w_BeginQuorumEpochResponseData_NodeEndpoint_v1(
 def _w_BeginQuorumEpochResponseData_v1(m: BeginQuorumEpochResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_BeginQuorumEpochResponseData_TopicData_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_BeginQuorumEpochResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_BeginQuorumEpochResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> BeginQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_BeginQuorumEpochResponseData_ihii
     )
     return BeginQuorumEpochResponseData.PartitionData(
         f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []
@@ -538,8 +557,8 @@ def _r_BeginQuorumEpochResponseData_v0(r: ByteReader) -> BeginQuorumEpochRespons
 def _r_BeginQuorumEpochResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> BeginQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_BeginQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_BeginQuorumEpochResponseData_ihii
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -765,7 +784,10 @@ def _w_EndQuorumEpochRequestData_PartitionData_v1(
 ) -> None:
     out += _S_EndQuorumEpochRequestData_iii.pack(m.partition_index, m.leader_id, m.leader_epoch)
     a_preferred_candidates0 = m.preferred_candidates
-    write_unsigned_varint(out, len(a_preferred_candidates0) + 1)
+    if len(a_preferred_candidates0) < 127:
+        out.append(len(a_preferred_candidates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_preferred_candidates0) + 1)
     for e_preferred_candidates0 in a_preferred_candidates0:
         _w_EndQuorumEpochRequestData_ReplicaInfo_v1(e_preferred_candidates0, out)
     if m.unknown_tagged_fields:
@@ -779,7 +801,10 @@ def _w_EndQuorumEpochRequestData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_EndQuorumEpochRequestData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -803,11 +828,17 @@ def _w_EndQuorumEpochRequestData_LeaderEndpoint_v1(
 def _w_EndQuorumEpochRequestData_v1(m: EndQuorumEpochRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_EndQuorumEpochRequestData_TopicData_v1(e_topics0, out)
     a_leader_endpoints0 = m.leader_endpoints
-    write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
+    if len(a_leader_endpoints0) < 127:
+        out.append(len(a_leader_endpoints0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_leader_endpoints0) + 1)
     for e_leader_endpoints0 in a_leader_endpoints0:
         _w_EndQuorumEpochRequestData_LeaderEndpoint_v1(e_leader_endpoints0, out)
     if m.unknown_tagged_fields:
@@ -819,9 +850,7 @@ def _w_EndQuorumEpochRequestData_v1(m: EndQuorumEpochRequestData, out: bytearray
 def _r_EndQuorumEpochRequestData_PartitionData_v0(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.PartitionData:
-    (f_partition_index, f_leader_id, f_leader_epoch) = _S_EndQuorumEpochRequestData_iii.unpack_from(
-        r.buffer, r.take(12)
-    )
+    (f_partition_index, f_leader_id, f_leader_epoch) = r.unpack(_S_EndQuorumEpochRequestData_iii)
     n_preferred_successors0 = r.read_array_length()
     f_preferred_successors: list[int]
     if n_preferred_successors0 < 0:
@@ -860,8 +889,8 @@ def _r_EndQuorumEpochRequestData_v0(r: ByteReader) -> EndQuorumEpochRequestData:
 def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.ReplicaInfo:
-    (f_candidate_id, f_candidate_directory_id_msb, f_candidate_directory_id_lsb) = (
-        _S_EndQuorumEpochRequestData_iqq.unpack_from(r.buffer, r.take(20))
+    (f_candidate_id, f_candidate_directory_id_msb, f_candidate_directory_id_lsb) = r.unpack(
+        _S_EndQuorumEpochRequestData_iqq
     )
     f_candidate_directory_id = Uuid(f_candidate_directory_id_msb, f_candidate_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -877,9 +906,7 @@ def _r_EndQuorumEpochRequestData_ReplicaInfo_v1(
 def _r_EndQuorumEpochRequestData_PartitionData_v1(
     r: ByteReader,
 ) -> EndQuorumEpochRequestData.PartitionData:
-    (f_partition_index, f_leader_id, f_leader_epoch) = _S_EndQuorumEpochRequestData_iii.unpack_from(
-        r.buffer, r.take(12)
-    )
+    (f_partition_index, f_leader_id, f_leader_epoch) = r.unpack(_S_EndQuorumEpochRequestData_iii)
     n_preferred_candidates0 = r.read_compact_array_length()
     f_preferred_candidates: list[EndQuorumEpochRequestData.ReplicaInfo]
     if n_preferred_candidates0 < 0:
@@ -1091,7 +1118,10 @@ def _w_EndQuorumEpochResponseData_TopicData_v1(
 ) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_EndQuorumEpochResponseData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -1115,25 +1145,34 @@ def _w_EndQuorumEpochResponseData_NodeEndpoint_v1(
 def _w_EndQuorumEpochResponseData_v1(m: EndQuorumEpochResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_EndQuorumEpochResponseData_TopicData_v1(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_EndQuorumEpochResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_EndQuorumEpochResponseData_PartitionData_v0(
     r: ByteReader,
 ) -> EndQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_EndQuorumEpochResponseData_ihii
     )
     return EndQuorumEpochResponseData.PartitionData(
         f_partition_index, f_error_code, f_leader_id, f_leader_epoch, []
@@ -1169,8 +1208,8 @@ def _r_EndQuorumEpochResponseData_v0(r: ByteReader) -> EndQuorumEpochResponseDat
 def _r_EndQuorumEpochResponseData_PartitionData_v1(
     r: ByteReader,
 ) -> EndQuorumEpochResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = (
-        _S_EndQuorumEpochResponseData_ihii.unpack_from(r.buffer, r.take(14))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch) = r.unpack(
+        _S_EndQuorumEpochResponseData_ihii
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

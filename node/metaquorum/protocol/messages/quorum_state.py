@@ -111,7 +111,7 @@ def _w_QuorumStateData_Voter_v0(m: QuorumStateData.Voter, out: bytearray) -> Non
 
 
 def _w_QuorumStateData_v0(m: QuorumStateData, out: bytearray) -> None:
-    if m.voted_directory_id != Uuid.ZERO:
+    if m.voted_directory_id.most_significant_bits or m.voted_directory_id.least_significant_bits:
         raise _codec.non_default("votedDirectoryId", 0)
     write_compact_string(out, m.cluster_id)
     out += _S_QuorumStateData_iiiq.pack(m.leader_id, m.leader_epoch, m.voted_id, m.applied_offset)
@@ -119,7 +119,10 @@ def _w_QuorumStateData_v0(m: QuorumStateData, out: bytearray) -> None:
     if a_current_voters0 is None:
         out.extend((0,))
     else:
-        write_unsigned_varint(out, len(a_current_voters0) + 1)
+        if len(a_current_voters0) < 127:
+            out.append(len(a_current_voters0) + 1)
+        else:
+            write_unsigned_varint(out, len(a_current_voters0) + 1)
         for e_current_voters0 in a_current_voters0:
             _w_QuorumStateData_Voter_v0(e_current_voters0, out)
     if m.unknown_tagged_fields:
@@ -162,9 +165,7 @@ def _r_QuorumStateData_Voter_v0(r: ByteReader) -> QuorumStateData.Voter:
 
 def _r_QuorumStateData_v0(r: ByteReader) -> QuorumStateData:
     f_cluster_id = r.read_compact_string()
-    (f_leader_id, f_leader_epoch, f_voted_id, f_applied_offset) = (
-        _S_QuorumStateData_iiiq.unpack_from(r.buffer, r.take(20))
-    )
+    (f_leader_id, f_leader_epoch, f_voted_id, f_applied_offset) = r.unpack(_S_QuorumStateData_iiiq)
     n_current_voters0 = r.read_compact_array_length()
     f_current_voters: list[QuorumStateData.Voter] | None
     if n_current_voters0 < 0:
@@ -197,7 +198,7 @@ def _r_QuorumStateData_v1(r: ByteReader) -> QuorumStateData:
         f_voted_id,
         f_voted_directory_id_msb,
         f_voted_directory_id_lsb,
-    ) = _S_QuorumStateData_iiiqq.unpack_from(r.buffer, r.take(28))
+    ) = r.unpack(_S_QuorumStateData_iiiqq)
     f_voted_directory_id = Uuid(f_voted_directory_id_msb, f_voted_directory_id_lsb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

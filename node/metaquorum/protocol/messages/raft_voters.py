@@ -126,7 +126,10 @@ def _w_AddRaftVoterRequestData_v0(m: AddRaftVoterRequestData, out: bytearray) ->
         m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_AddRaftVoterRequestData_Listener_v0(e_listeners0, out)
     if m.unknown_tagged_fields:
@@ -144,7 +147,10 @@ def _w_AddRaftVoterRequestData_v1(m: AddRaftVoterRequestData, out: bytearray) ->
         m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_AddRaftVoterRequestData_Listener_v0(e_listeners0, out)
     out.append(1 if m.ack_when_committed else 0)
@@ -170,8 +176,8 @@ def _r_AddRaftVoterRequestData_Listener_v0(r: ByteReader) -> AddRaftVoterRequest
 
 def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_AddRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_AddRaftVoterRequestData_iiqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
@@ -194,8 +200,8 @@ def _r_AddRaftVoterRequestData_v0(r: ByteReader) -> AddRaftVoterRequestData:
 
 def _r_AddRaftVoterRequestData_v1(r: ByteReader) -> AddRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_AddRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+    (f_timeout_ms, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_AddRaftVoterRequestData_iiqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
@@ -284,9 +290,7 @@ def _w_AddRaftVoterResponseData_v0(m: AddRaftVoterResponseData, out: bytearray) 
 
 
 def _r_AddRaftVoterResponseData_v0(r: ByteReader) -> AddRaftVoterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_AddRaftVoterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_AddRaftVoterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -364,8 +368,8 @@ def _w_RemoveRaftVoterRequestData_v0(m: RemoveRaftVoterRequestData, out: bytearr
 
 def _r_RemoveRaftVoterRequestData_v0(r: ByteReader) -> RemoveRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
-    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_RemoveRaftVoterRequestData_iqq.unpack_from(r.buffer, r.take(20))
+    (f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = r.unpack(
+        _S_RemoveRaftVoterRequestData_iqq
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -439,9 +443,7 @@ def _w_RemoveRaftVoterResponseData_v0(m: RemoveRaftVoterResponseData, out: bytea
 
 
 def _r_RemoveRaftVoterResponseData_v0(r: ByteReader) -> RemoveRaftVoterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_RemoveRaftVoterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_RemoveRaftVoterResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -561,7 +563,10 @@ def _w_UpdateRaftVoterRequestData_v0(m: UpdateRaftVoterRequestData, out: bytearr
         m.voter_directory_id.least_significant_bits,
     )
     a_listeners0 = m.listeners
-    write_unsigned_varint(out, len(a_listeners0) + 1)
+    if len(a_listeners0) < 127:
+        out.append(len(a_listeners0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_listeners0) + 1)
     for e_listeners0 in a_listeners0:
         _w_UpdateRaftVoterRequestData_Listener_v0(e_listeners0, out)
     _w_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(m.kraft_version_feature, out)
@@ -588,9 +593,7 @@ def _r_UpdateRaftVoterRequestData_Listener_v0(r: ByteReader) -> UpdateRaftVoterR
 def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
     r: ByteReader,
 ) -> UpdateRaftVoterRequestData.KRaftVersionFeature:
-    (f_min_supported_version, f_max_supported_version) = (
-        _S_UpdateRaftVoterRequestData_hh.unpack_from(r.buffer, r.take(4))
-    )
+    (f_min_supported_version, f_max_supported_version) = r.unpack(_S_UpdateRaftVoterRequestData_hh)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -606,7 +609,7 @@ def _r_UpdateRaftVoterRequestData_KRaftVersionFeature_v0(
 def _r_UpdateRaftVoterRequestData_v0(r: ByteReader) -> UpdateRaftVoterRequestData:
     f_cluster_id = r.read_compact_nullable_string()
     (f_current_leader_epoch, f_voter_id, f_voter_directory_id_msb, f_voter_directory_id_lsb) = (
-        _S_UpdateRaftVoterRequestData_iiqq.unpack_from(r.buffer, r.take(24))
+        r.unpack(_S_UpdateRaftVoterRequestData_iiqq)
     )
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     n_listeners0 = r.read_compact_array_length()
@@ -700,8 +703,6 @@ _S_UpdateRaftVoterResponseData_ih = struct.Struct(">ih")
 
 _S_UpdateRaftVoterResponseData_ii = struct.Struct(">ii")
 
-_D_UpdateRaftVoterResponseData_CurrentLeader = UpdateRaftVoterResponseData.CurrentLeader()
-
 
 def _w_UpdateRaftVoterResponseData_CurrentLeader_v0(
     m: UpdateRaftVoterResponseData.CurrentLeader, out: bytearray
@@ -718,19 +719,26 @@ def _w_UpdateRaftVoterResponseData_CurrentLeader_v0(
 def _w_UpdateRaftVoterResponseData_v0(m: UpdateRaftVoterResponseData, out: bytearray) -> None:
     out += _S_UpdateRaftVoterResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     tf: list[tuple[int, bytes]] = []
-    if m.current_leader != _D_UpdateRaftVoterResponseData_CurrentLeader:
+    if (
+        m.current_leader.leader_id != -1
+        or m.current_leader.leader_epoch != -1
+        or m.current_leader.host != ""
+        or m.current_leader.port != 0
+        or m.current_leader.unknown_tagged_fields
+    ):
         b = bytearray()
         _w_UpdateRaftVoterResponseData_CurrentLeader_v0(m.current_leader, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
     r: ByteReader,
 ) -> UpdateRaftVoterResponseData.CurrentLeader:
-    (f_leader_id, f_leader_epoch) = _S_UpdateRaftVoterResponseData_ii.unpack_from(
-        r.buffer, r.take(8)
-    )
+    (f_leader_id, f_leader_epoch) = r.unpack(_S_UpdateRaftVoterResponseData_ii)
     f_host = r.read_compact_string()
     f_port = r.read_int32()
     unk: list[RawTaggedField] = []
@@ -746,12 +754,8 @@ def _r_UpdateRaftVoterResponseData_CurrentLeader_v0(
 
 
 def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateRaftVoterResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
-    f_current_leader: UpdateRaftVoterResponseData.CurrentLeader = (
-        UpdateRaftVoterResponseData.CurrentLeader()
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateRaftVoterResponseData_ih)
+    f_current_leader: UpdateRaftVoterResponseData.CurrentLeader | None = None
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -765,7 +769,14 @@ def _r_UpdateRaftVoterResponseData_v0(r: ByteReader) -> UpdateRaftVoterResponseD
             if unk and tag <= unk[-1].tag:
                 raise _codec.unknown_tags_out_of_order(unk[-1].tag, tag)
             unk.append(RawTaggedField(tag, r.read_raw(size)))
-    return UpdateRaftVoterResponseData(f_throttle_time_ms, f_error_code, f_current_leader, unk)
+    return UpdateRaftVoterResponseData(
+        f_throttle_time_ms,
+        f_error_code,
+        UpdateRaftVoterResponseData.CurrentLeader()
+        if f_current_leader is None
+        else f_current_leader,
+        unk,
+    )
 
 
 _W_UpdateRaftVoterResponseData = {0: _w_UpdateRaftVoterResponseData_v0}

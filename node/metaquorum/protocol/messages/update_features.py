@@ -121,7 +121,10 @@ def _w_UpdateFeaturesRequestData_v0(m: UpdateFeaturesRequestData, out: bytearray
         raise _codec.non_default("validateOnly", 0)
     out += _P32(m.timeout_ms)
     a_feature_updates0 = m.feature_updates
-    write_unsigned_varint(out, len(a_feature_updates0) + 1)
+    if len(a_feature_updates0) < 127:
+        out.append(len(a_feature_updates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_feature_updates0) + 1)
     for e_feature_updates0 in a_feature_updates0:
         _w_UpdateFeaturesRequestData_FeatureUpdateKey_v0(e_feature_updates0, out)
     if m.unknown_tagged_fields:
@@ -146,7 +149,10 @@ def _w_UpdateFeaturesRequestData_FeatureUpdateKey_v1(
 def _w_UpdateFeaturesRequestData_v1(m: UpdateFeaturesRequestData, out: bytearray) -> None:
     out += _P32(m.timeout_ms)
     a_feature_updates0 = m.feature_updates
-    write_unsigned_varint(out, len(a_feature_updates0) + 1)
+    if len(a_feature_updates0) < 127:
+        out.append(len(a_feature_updates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_feature_updates0) + 1)
     for e_feature_updates0 in a_feature_updates0:
         _w_UpdateFeaturesRequestData_FeatureUpdateKey_v1(e_feature_updates0, out)
     out.append(1 if m.validate_only else 0)
@@ -172,7 +178,10 @@ def _w_UpdateFeaturesRequestData_FeatureUpdateKey_v2(
 def _w_UpdateFeaturesRequestData_v2(m: UpdateFeaturesRequestData, out: bytearray) -> None:
     out += _P32(m.timeout_ms)
     a_feature_updates0 = m.feature_updates
-    write_unsigned_varint(out, len(a_feature_updates0) + 1)
+    if len(a_feature_updates0) < 127:
+        out.append(len(a_feature_updates0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_feature_updates0) + 1)
     for e_feature_updates0 in a_feature_updates0:
         _w_UpdateFeaturesRequestData_FeatureUpdateKey_v2(e_feature_updates0, out)
     out.append(1 if m.validate_only else 0)
@@ -186,9 +195,7 @@ def _r_UpdateFeaturesRequestData_FeatureUpdateKey_v0(
     r: ByteReader,
 ) -> UpdateFeaturesRequestData.FeatureUpdateKey:
     f_feature = r.read_compact_string()
-    (f_max_version_level, f_allow_downgrade) = _S_UpdateFeaturesRequestData_ho.unpack_from(
-        r.buffer, r.take(3)
-    )
+    (f_max_version_level, f_allow_downgrade) = r.unpack(_S_UpdateFeaturesRequestData_ho)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -225,9 +232,7 @@ def _r_UpdateFeaturesRequestData_FeatureUpdateKey_v1(
     r: ByteReader,
 ) -> UpdateFeaturesRequestData.FeatureUpdateKey:
     f_feature = r.read_compact_string()
-    (f_max_version_level, f_upgrade_type) = _S_UpdateFeaturesRequestData_hb.unpack_from(
-        r.buffer, r.take(3)
-    )
+    (f_max_version_level, f_upgrade_type) = r.unpack(_S_UpdateFeaturesRequestData_hb)
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
         tag = r.read_unsigned_varint()
@@ -365,7 +370,10 @@ def _w_UpdateFeaturesResponseData_v0(m: UpdateFeaturesResponseData, out: bytearr
     out += _S_UpdateFeaturesResponseData_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(out, m.error_message)
     a_results0 = m.results
-    write_unsigned_varint(out, len(a_results0) + 1)
+    if len(a_results0) < 127:
+        out.append(len(a_results0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_results0) + 1)
     for e_results0 in a_results0:
         _w_UpdateFeaturesResponseData_UpdatableFeatureResult_v0(e_results0, out)
     if m.unknown_tagged_fields:
@@ -402,9 +410,7 @@ def _r_UpdateFeaturesResponseData_UpdatableFeatureResult_v0(
 
 
 def _r_UpdateFeaturesResponseData_v0(r: ByteReader) -> UpdateFeaturesResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateFeaturesResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateFeaturesResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     n_results0 = r.read_compact_array_length()
     f_results: list[UpdateFeaturesResponseData.UpdatableFeatureResult]
@@ -427,9 +433,7 @@ def _r_UpdateFeaturesResponseData_v0(r: ByteReader) -> UpdateFeaturesResponseDat
 
 
 def _r_UpdateFeaturesResponseData_v1(r: ByteReader) -> UpdateFeaturesResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateFeaturesResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateFeaturesResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     n_results0 = r.read_compact_array_length()
     f_results: list[UpdateFeaturesResponseData.UpdatableFeatureResult]
@@ -452,9 +456,7 @@ def _r_UpdateFeaturesResponseData_v1(r: ByteReader) -> UpdateFeaturesResponseDat
 
 
 def _r_UpdateFeaturesResponseData_v2(r: ByteReader) -> UpdateFeaturesResponseData:
-    (f_throttle_time_ms, f_error_code) = _S_UpdateFeaturesResponseData_ih.unpack_from(
-        r.buffer, r.take(6)
-    )
+    (f_throttle_time_ms, f_error_code) = r.unpack(_S_UpdateFeaturesResponseData_ih)
     f_error_message = r.read_compact_nullable_string()
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):

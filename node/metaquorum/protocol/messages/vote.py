@@ -128,7 +128,10 @@ def _w_VoteRequestData_PartitionData_v0(m: VoteRequestData.PartitionData, out: b
 def _w_VoteRequestData_TopicData_v0(m: VoteRequestData.TopicData, out: bytearray) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_VoteRequestData_PartitionData_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -140,7 +143,10 @@ def _w_VoteRequestData_TopicData_v0(m: VoteRequestData.TopicData, out: bytearray
 def _w_VoteRequestData_v0(m: VoteRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_VoteRequestData_TopicData_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -172,7 +178,10 @@ def _w_VoteRequestData_PartitionData_v1(m: VoteRequestData.PartitionData, out: b
 def _w_VoteRequestData_TopicData_v1(m: VoteRequestData.TopicData, out: bytearray) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_VoteRequestData_PartitionData_v1(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -185,7 +194,10 @@ def _w_VoteRequestData_v1(m: VoteRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
     out += _P32(m.voter_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_VoteRequestData_TopicData_v1(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -216,7 +228,10 @@ def _w_VoteRequestData_PartitionData_v2(m: VoteRequestData.PartitionData, out: b
 def _w_VoteRequestData_TopicData_v2(m: VoteRequestData.TopicData, out: bytearray) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_VoteRequestData_PartitionData_v2(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -229,7 +244,10 @@ def _w_VoteRequestData_v2(m: VoteRequestData, out: bytearray) -> None:
     write_compact_nullable_string(out, m.cluster_id)
     out += _P32(m.voter_id)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_VoteRequestData_TopicData_v2(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -240,7 +258,7 @@ def _w_VoteRequestData_v2(m: VoteRequestData, out: bytearray) -> None:
 
 def _r_VoteRequestData_PartitionData_v0(r: ByteReader) -> VoteRequestData.PartitionData:
     (f_partition_index, f_replica_epoch, f_replica_id, f_last_offset_epoch, f_last_offset) = (
-        _S_VoteRequestData_iiiiq.unpack_from(r.buffer, r.take(24))
+        r.unpack(_S_VoteRequestData_iiiiq)
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
@@ -309,7 +327,7 @@ def _r_VoteRequestData_PartitionData_v1(r: ByteReader) -> VoteRequestData.Partit
         f_voter_directory_id_lsb,
         f_last_offset_epoch,
         f_last_offset,
-    ) = _S_VoteRequestData_iiiqqqqiq.unpack_from(r.buffer, r.take(56))
+    ) = r.unpack(_S_VoteRequestData_iiiqqqqiq)
     f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -381,7 +399,7 @@ def _r_VoteRequestData_PartitionData_v2(r: ByteReader) -> VoteRequestData.Partit
         f_last_offset_epoch,
         f_last_offset,
         f_pre_vote,
-    ) = _S_VoteRequestData_iiiqqqqiqo.unpack_from(r.buffer, r.take(57))
+    ) = r.unpack(_S_VoteRequestData_iiiqqqqiqo)
     f_replica_directory_id = Uuid(f_replica_directory_id_msb, f_replica_directory_id_lsb)
     f_voter_directory_id = Uuid(f_voter_directory_id_msb, f_voter_directory_id_lsb)
     unk: list[RawTaggedField] = []
@@ -525,7 +543,10 @@ def _w_VoteResponseData_PartitionData_v0(m: VoteResponseData.PartitionData, out:
 def _w_VoteResponseData_TopicData_v0(m: VoteResponseData.TopicData, out: bytearray) -> None:
     write_compact_string(out, m.topic_name)
     a_partitions0 = m.partitions
-    write_unsigned_varint(out, len(a_partitions0) + 1)
+    if len(a_partitions0) < 127:
+        out.append(len(a_partitions0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_partitions0) + 1)
     for e_partitions0 in a_partitions0:
         _w_VoteResponseData_PartitionData_v0(e_partitions0, out)
     if m.unknown_tagged_fields:
@@ -539,7 +560,10 @@ def _w_VoteResponseData_v0(m: VoteResponseData, out: bytearray) -> None:
         raise _codec.non_default("nodeEndpoints", 0)
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_VoteResponseData_TopicData_v0(e_topics0, out)
     if m.unknown_tagged_fields:
@@ -561,23 +585,32 @@ def _w_VoteResponseData_NodeEndpoint_v1(m: VoteResponseData.NodeEndpoint, out: b
 def _w_VoteResponseData_v1(m: VoteResponseData, out: bytearray) -> None:
     out += _P16(m.error_code)
     a_topics0 = m.topics
-    write_unsigned_varint(out, len(a_topics0) + 1)
+    if len(a_topics0) < 127:
+        out.append(len(a_topics0) + 1)
+    else:
+        write_unsigned_varint(out, len(a_topics0) + 1)
     for e_topics0 in a_topics0:
         _w_VoteResponseData_TopicData_v0(e_topics0, out)
     tf: list[tuple[int, bytes]] = []
     if m.node_endpoints:
         b = bytearray()
         a_node_endpoints0 = m.node_endpoints
-        write_unsigned_varint(b, len(a_node_endpoints0) + 1)
+        if len(a_node_endpoints0) < 127:
+            b.append(len(a_node_endpoints0) + 1)
+        else:
+            write_unsigned_varint(b, len(a_node_endpoints0) + 1)
         for e_node_endpoints0 in a_node_endpoints0:
             _w_VoteResponseData_NodeEndpoint_v1(e_node_endpoints0, b)
         tf.append((0, bytes(b)))
-    _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    if tf or m.unknown_tagged_fields:
+        _codec.write_tagged(out, tf, m.unknown_tagged_fields)
+    else:
+        out.append(0)
 
 
 def _r_VoteResponseData_PartitionData_v0(r: ByteReader) -> VoteResponseData.PartitionData:
-    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted) = (
-        _S_VoteResponseData_ihiio.unpack_from(r.buffer, r.take(15))
+    (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted) = r.unpack(
+        _S_VoteResponseData_ihiio
     )
     unk: list[RawTaggedField] = []
     for _ in range(r.read_unsigned_varint()):
