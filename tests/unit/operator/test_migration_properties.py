@@ -16,6 +16,11 @@ spec.replicas changing. Throughout: no voter change, pod deletion, resign or Sta
 while kraft.version is 0; the upgrade only with every voter up, caught up and reporting its
 directory id, and it leaves the voter set as it was; one voter change at a time. Once the faults
 stop it converges to a dynamic quorum (kraft.version 1) of spec.replicas voters.
+
+Each property can fail: bugs planted in migration.step one at a time (2026-11-28) were caught:
+no caught-up check (the exactly-when property and the step loop), no directory-id check (those
+two and the blocked-names property), a blocked migration returning None instead of Refused (the
+step loop), acting on an unknown kraft.version (the finalized-0-only property).
 """
 
 from __future__ import annotations
