@@ -47,6 +47,8 @@ HEAL_S = 120.0
 # controller marks every pod not Ready once it finds the node's lease older than its grace
 # period (50 s), which can be after the quorum is whole and the MetadataQuorum settled
 DOUBT_S = 90.0
+# the faults that put every pod's readiness in doubt (the API server or the node agents away)
+READINESS_IN_DOUBT = ("agents", "apiserver", "reboot")
 CALM_S = 2.0
 
 
@@ -211,7 +213,7 @@ class K8sNemesis:
             f"heal); the watcher's latest answer: {self.watcher.latest()}",
         )
         self.mark(f"{f} on quorum-{victim}: whole again")
-        if f.kind in ("agents", "apiserver", "reboot"):  # every pod's readiness in doubt
+        if f.kind in READINESS_IN_DOUBT:
             self.pods_down += [Down(o, t0, s.t, f.kind) for o in range(3)]
         if 2 * len(took) > 3:  # the nemesis itself took a majority down: no leader meanwhile
             self.majority_down.append((t0, s.t))
@@ -231,7 +233,7 @@ class K8sNemesis:
                 return obj if dirs.get(victim) not in (None, old_dir) else None
 
             wait_for(done, 2 * HEAL_S, f"{f}: the MetadataQuorum settled")
-        if f.kind in ("agents", "apiserver", "reboot"):
+        if f.kind in READINESS_IN_DOUBT:
             self.doubt.append((t0, time.monotonic() + DOUBT_S))
         time.sleep(CALM_S)
 
