@@ -3,7 +3,8 @@
 
 Role: run every workload of bench/workloads.py in one process, one system at a time (never two
 systems loaded at once), print a progress line, write `bench/results/run-<UTC time>.json` and
-the Markdown report with PNG plots beside it (bench/report.py). `--quick` is the ~2-minute
+the Markdown report with PNG plots beside it (bench/report.py). Each run first measures the
+physical floor of one commit (bench/floor.py) in its work directory. `--quick` is the ~2-minute
 smoke run; the default run stays under 15 minutes on a 2-core machine.
 
 Invariants: every process a step starts is stopped in a `finally`, whatever fails; a failing
@@ -26,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench import interpreter
+from bench import floor, interpreter
 from bench.common import REPO, Progress, goload_binary
 from bench.peers.etcd import ETCD_VERSION, EtcdCluster
 from bench.peers.kafka import TestRaftCluster
@@ -113,6 +114,11 @@ def _guard(results: dict[str, Any], key: str, fn: Callable[[], Any]) -> None:
 def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: str) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     goload_binary()  # build before the clock starts mattering
+    # The physical floor of one commit (fsync p50 + loopback RTT p50), on the nodes' disk.
+    measured: dict[str, Any] = {}
+    _guard(measured, "floor", lambda: floor.measure(work))
+    fl = measured["floor"]
+    print(f"[bench] {fl['error'] if 'error' in fl else floor.describe(fl)}", file=sys.stderr)
     closed_systems = len([s for s in systems if s != "kafka"])
     closed_systems += int("ours" in systems and cfg["plain_linger_variant"])
     steps = len(cfg["clients"]) * closed_systems
@@ -122,6 +128,7 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
     res: dict[str, Any] = {
         "meta": meta(mode),
         "config": cfg,
+        "floor": fl,
         "closed_loop": {},
         "perf_test": {},
         "failover": {},

@@ -1,8 +1,9 @@
 """Markdown report and PNG plots of one benchmark run (the JSON `python -m bench` writes).
 
 Role: `write_report(json_path)` writes `<stem>.md` and `<stem>-*.png` beside the JSON: tables
-of every figure for every system, ours/theirs ratios, the issue's bars with the margin by which
-each is met or missed, and the leader's profile. `python -m bench.report RUN.json` redoes it.
+of every figure for every system, ours/theirs ratios, the floor of one commit and issue 28's
+bars (bench/bars.py) with what each measured, and the leader's profile. `python -m bench.report
+RUN.json` redoes it.
 Invariants: reads only the JSON (a report can be regenerated at any time); a system or step that
 failed is shown as its error, never silently dropped.
 """
@@ -10,7 +11,6 @@ failed is shown as its error, never silently dropped.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,28 +20,19 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from bench import interpreter
+from bench import bars, interpreter
+from bench.bars import (
+    SATURATION_ACHIEVED,
+    SATURATION_P99_MS,
+    fmt,
+    ratio,
+    saturation_rate,
+    system_rows,
+)
 
 NAMES = {"ours": "metaquorum (ours)", "etcd": "etcd 3.6.16", "kafka": "Kafka 4.3.1 TestRaftServer"}
 NAMES["pysyncobj"] = "PySyncObj 0.3.17 (no fsync)"
 NAMES["ours-plain-linger"] = "metaquorum, Kafka's plain 25 ms linger"
-
-
-def _f(x: Any, digits: int = 1) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    if isinstance(x, (int, float)) and abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
-
-
-def _ratio(a: Any, b: Any) -> str:
-    try:
-        if a is None or b is None or b == 0 or math.isnan(a) or math.isnan(b):
-            return "n/a"
-    except TypeError:
-        return "n/a"
-    return f"{a / b:.2f}x"
 
 
 def _errors(r: dict[str, Any]) -> str:
@@ -50,11 +41,6 @@ def _errors(r: dict[str, Any]) -> str:
     if not n or not kinds:
         return str(n)
     return f"{n} (" + ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())) + ")"
-
-
-def _rows(res: dict[str, Any], section: str, name: str) -> list[dict[str, Any]]:
-    v = res.get(section, {}).get(name)
-    return v if isinstance(v, list) else []
 
 
 def _closed_loop(res: dict[str, Any], stem: Path, md: list[str]) -> None:
@@ -71,10 +57,10 @@ def _closed_loop(res: dict[str, Any], stem: Path, md: list[str]) -> None:
             continue
         for r in rows:
             md.append(
-                f"| {NAMES.get(name, name)} | {r['clients']} | {_f(r['ops_per_s'], 0)} "
-                f"| {_f(r['p50_ms'], 2)} | {_f(r['p99_ms'], 2)} | {_f(r['p999_ms'], 2)} "
-                f"| {_f(r['max_ms'], 1)} | {_f(r['cpu_per_1000'], 3)} "
-                f"| {_f(r.get('client_cpu_s'), 2)} | {_errors(r)} |"
+                f"| {NAMES.get(name, name)} | {r['clients']} | {fmt(r['ops_per_s'], 0)} "
+                f"| {fmt(r['p50_ms'], 2)} | {fmt(r['p99_ms'], 2)} | {fmt(r['p999_ms'], 2)} "
+                f"| {fmt(r['max_ms'], 1)} | {fmt(r['cpu_per_1000'], 3)} "
+                f"| {fmt(r.get('client_cpu_s'), 2)} | {_errors(r)} |"
             )
     md += [
         "",
@@ -86,18 +72,18 @@ def _closed_loop(res: dict[str, Any], stem: Path, md: list[str]) -> None:
         "|---|---|---|---|---|---|---|---|",
     ]
     for variant in ("ours", "ours-plain-linger"):
-        ours = {r["clients"]: r for r in _rows(res, "closed_loop", variant)}
+        ours = {r["clients"]: r for r in system_rows(res, "closed_loop", variant)}
         for other in ("etcd", "pysyncobj"):
-            for r in _rows(res, "closed_loop", other):
+            for r in system_rows(res, "closed_loop", other):
                 o = ours.get(r["clients"])
                 if o is None:
                     continue
                 md.append(
                     f"| {variant} | {r['clients']} | {other} "
-                    f"| {_ratio(o['ops_per_s'], r['ops_per_s'])} "
-                    f"| {_ratio(o['p50_ms'], r['p50_ms'])} | {_ratio(o['p99_ms'], r['p99_ms'])} "
-                    f"| {_ratio(o['p999_ms'], r['p999_ms'])} "
-                    f"| {_ratio(o['cpu_per_1000'], r['cpu_per_1000'])} |"
+                    f"| {ratio(o['ops_per_s'], r['ops_per_s'])} "
+                    f"| {ratio(o['p50_ms'], r['p50_ms'])} | {ratio(o['p99_ms'], r['p99_ms'])} "
+                    f"| {ratio(o['p999_ms'], r['p999_ms'])} "
+                    f"| {ratio(o['cpu_per_1000'], r['cpu_per_1000'])} |"
                 )
     md.append("")
     if not any(isinstance(rows, list) and rows for rows in cl.values()):
@@ -142,24 +128,6 @@ def _closed_loop(res: dict[str, Any], stem: Path, md: list[str]) -> None:
     md += [f"![latency CDFs]({stem.name}-latency-cdf.png)", ""]
 
 
-SATURATION_P99_MS = 50.0
-SATURATION_ACHIEVED = 0.95
-
-
-def saturation_rate(rows: list[dict[str, Any]]) -> int | None:
-    """The highest offered rate at which a system kept up (achieved >= 95% of offered) with a
-    printed p99 <= 50 ms: issue 28's saturation bar. None when no rate qualified."""
-    ok = [
-        r["offered_per_s"]
-        for r in rows
-        if "error" not in r
-        and (r.get("printed") or {}).get("p99_ms") is not None
-        and r["printed"]["p99_ms"] <= SATURATION_P99_MS
-        and r["achieved_per_s"] >= SATURATION_ACHIEVED * r["offered_per_s"]
-    ]
-    return max(ok) if ok else None
-
-
 def _saturation(pt: dict[str, list[dict[str, Any]]]) -> list[str]:
     if not pt:
         return []
@@ -175,7 +143,7 @@ def _saturation(pt: dict[str, list[dict[str, Any]]]) -> list[str]:
     )
     o, k = rates.get("ours"), rates.get("kafka")
     if o is not None and k is not None:
-        line += f"; ours / Kafka = {_ratio(o, k)}"
+        line += f"; ours / Kafka = {ratio(o, k)}"
     return [line + ".", ""]
 
 
@@ -201,9 +169,10 @@ def _perf(res: dict[str, Any], stem: Path, md: list[str]) -> None:
             by_rate.setdefault(r["offered_per_s"], {})[name] = r
             p = r.get("printed") or {}
             md.append(
-                f"| {r['offered_per_s']} | {NAMES.get(name, name)} | {_f(r['achieved_per_s'], 0)} "
-                f"| {_f(p.get('bytes_per_s'), 0)} | {_f(p.get('p75_ms'))} | {_f(p.get('p99_ms'))} "
-                f"| {_f(p.get('p999_ms'))} | {_f(r['cpu_per_1000'], 3)} |"
+                f"| {r['offered_per_s']} | {NAMES.get(name, name)} "
+                f"| {fmt(r['achieved_per_s'], 0)} | {fmt(p.get('bytes_per_s'), 0)} "
+                f"| {fmt(p.get('p75_ms'))} | {fmt(p.get('p99_ms'))} "
+                f"| {fmt(p.get('p999_ms'))} | {fmt(r['cpu_per_1000'], 3)} |"
             )
     md += [
         "",
@@ -216,10 +185,10 @@ def _perf(res: dict[str, Any], stem: Path, md: list[str]) -> None:
             continue
         op, kp = o.get("printed") or {}, k.get("printed") or {}
         md.append(
-            f"| {rate} | {_ratio(o['achieved_per_s'], k['achieved_per_s'])} "
-            f"| {_ratio(op.get('p75_ms'), kp.get('p75_ms'))} "
-            f"| {_ratio(op.get('p99_ms'), kp.get('p99_ms'))} "
-            f"| {_ratio(o['cpu_per_1000'], k['cpu_per_1000'])} |"
+            f"| {rate} | {ratio(o['achieved_per_s'], k['achieved_per_s'])} "
+            f"| {ratio(op.get('p75_ms'), kp.get('p75_ms'))} "
+            f"| {ratio(op.get('p99_ms'), kp.get('p99_ms'))} "
+            f"| {ratio(o['cpu_per_1000'], k['cpu_per_1000'])} |"
         )
     md.append("")
     md += _saturation(pt)
@@ -263,17 +232,17 @@ def _failover(res: dict[str, Any], stem: Path, md: list[str]) -> None:
             md.append(f"| {case} | error: {r['error']} |||||")
             continue
         md.append(
-            f"| {case} | {r['n']} | {r['failures']} | {_f(r['p50_ms'], 0)} | {_f(r['p99_ms'], 0)} "
-            f"| {_f(r['max_ms'], 0)} |"
+            f"| {case} | {r['n']} | {r['failures']} | {fmt(r['p50_ms'], 0)} "
+            f"| {fmt(r['p99_ms'], 0)} | {fmt(r['max_ms'], 0)} |"
         )
     o, k = fo.get("ours_sigkill", {}), fo.get("kafka_sigkill", {})
     e = fo.get("etcd_sigkill", {})
     md += [
         "",
-        f"Ours / Kafka SIGKILL: p50 {_ratio(o.get('p50_ms'), k.get('p50_ms'))}, "
-        f"p99 {_ratio(o.get('p99_ms'), k.get('p99_ms'))}; ours / etcd: p50 "
-        f"{_ratio(o.get('p50_ms'), e.get('p50_ms'))}, "
-        f"p99 {_ratio(o.get('p99_ms'), e.get('p99_ms'))}.",
+        f"Ours / Kafka SIGKILL: p50 {ratio(o.get('p50_ms'), k.get('p50_ms'))}, "
+        f"p99 {ratio(o.get('p99_ms'), k.get('p99_ms'))}; ours / etcd: p50 "
+        f"{ratio(o.get('p50_ms'), e.get('p50_ms'))}, "
+        f"p99 {ratio(o.get('p99_ms'), e.get('p99_ms'))}.",
         "",
     ]
     cases = [(c, r["values_ms"]) for c, r in fo.items() if r.get("values_ms")]
@@ -292,61 +261,6 @@ def _failover(res: dict[str, Any], stem: Path, md: list[str]) -> None:
         md += [f"![failover]({stem.name}-failover.png)", ""]
 
 
-def _bars(res: dict[str, Any], md: list[str]) -> None:
-    ours = {r["clients"]: r for r in _rows(res, "closed_loop", "ours")}
-    ours0 = {r["clients"]: r for r in _rows(res, "closed_loop", "ours-plain-linger")}
-    etcd = {r["clients"]: r for r in _rows(res, "closed_loop", "etcd")}
-    fo = res.get("failover", {})
-    md += ["## The issue's bars", "", "| bar | measured | met? |", "|---|---|---|"]
-
-    def line(bar: str, measured: str, ok: bool | None) -> None:
-        md.append(f"| {bar} | {measured} | {'n/a' if ok is None else ('yes' if ok else 'NO')} |")
-
-    o, e = ours.get(256), etcd.get(256)
-    if o and e:
-        r = o["ops_per_s"] / e["ops_per_s"] if e["ops_per_s"] else float("nan")
-        line(
-            "256 clients: >= 1.0x etcd's committed writes/s",
-            f"ours {_f(o['ops_per_s'], 0)}/s vs etcd {_f(e['ops_per_s'], 0)}/s = {r:.2f}x",
-            r >= 1.0,
-        )
-    else:
-        line("256 clients: >= 1.0x etcd", "not measured", None)
-    o1 = ours.get(1)
-    line(
-        "commit p50 <= 2 ms at 1 client",
-        f"{_f(o1['p50_ms'], 2)} ms ({o1['p50_ms'] / 2:.1f}x the bar)" if o1 else "not measured",
-        o1["p50_ms"] <= 2 if o1 else None,
-    )
-    o16 = ours.get(16)
-    line(
-        "commit p99 <= 10 ms at 16 clients",
-        f"{_f(o16['p99_ms'], 2)} ms ({o16['p99_ms'] / 10:.1f}x the bar)" if o16 else "not measured",
-        o16["p99_ms"] <= 10 if o16 else None,
-    )
-    ok, kk = fo.get("ours_sigkill", {}), fo.get("kafka_sigkill", {})
-    if ok.get("n") and kk.get("n"):
-        line(
-            "failover p99 <= Kafka's own (SIGKILL, same timeouts)",
-            f"ours {_f(ok['p99_ms'], 0)} ms vs Kafka {_f(kk['p99_ms'], 0)} ms "
-            f"= {_ratio(ok['p99_ms'], kk['p99_ms'])}",
-            ok["p99_ms"] <= kk["p99_ms"],
-        )
-    else:
-        line("failover p99 <= Kafka's own", "not measured", None)
-    for n, key, what in (
-        (256, "ops_per_s", "writes/s"),
-        (1, "p50_ms", "p50 ms"),
-        (16, "p99_ms", "p99 ms"),
-    ):
-        if n in ours0:
-            md.append(
-                f"| (same, `metaquorum.append.linger.adaptive=false`) {n} clients {what} "
-                f"| {_f(ours0[n][key], 2)} | (not the default) |"
-            )
-    md.append("")
-
-
 def _profile(res: dict[str, Any], md: list[str]) -> None:
     prof = res.get("profile")
     if not prof:
@@ -354,7 +268,7 @@ def _profile(res: dict[str, Any], md: list[str]) -> None:
     md += [
         f"## Where our leader's time goes (py-spy, {prof.get('clients')} closed-loop clients, "
         f"{prof.get('samples')} samples, "
-        f"{_f(prof.get('ops_per_s_while_profiled'), 0)} writes/s while profiled)",
+        f"{fmt(prof.get('ops_per_s_while_profiled'), 0)} writes/s while profiled)",
         "",
         "| self % | function | | inclusive % | function |",
         "|---:|---|---|---:|---|",
@@ -385,8 +299,9 @@ def write_report(json_path: Path) -> Path:
         "PySyncObj neither fsyncs its journal nor persists its vote (currentTerm/votedFor): its "
         "figures are an upper bound for a non-durable Raft, not a like-for-like comparison.",
         "",
+        *bars.floor_lines(res),
+        *bars.section(res),
     ]
-    _bars(res, md)
     _closed_loop(res, stem, md)
     _perf(res, stem, md)
     _failover(res, stem, md)
