@@ -3,9 +3,11 @@
 Role: `measure(directory)` times, at the start of every `python -m bench` run and in the run's
 work directory (the disk our nodes' logs are on), (a) appending 100 bytes to a file and
 `os.fsync`-ing it, as a log does (nothing pre-sized: each append grows the file), and (b) a
-100-byte request and an 8-byte reply between two TCP sockets of this process over loopback
-(TCP_NODELAY on both, a blocking echo thread). The run stores the figures under `res["floor"]`
-and the report sets issue 28's bar "1-client commit p50 <= 2x the floor" against them.
+100-byte request and an 8-byte reply over loopback TCP between this process and an echo
+process (TCP_NODELAY on both; another process, as our nodes are, so each reply costs a
+process wake-up, which a thread of the same interpreter would not). The run stores the
+figures under `res["floor"]` and the report sets issue 28's bar "1-client commit p50 <= 2x
+the floor" against them.
 
 Why fsync + RTT: a record of a pull-based quorum (KRaft) commits only once a majority holds it
 on disk, so a commit needs at least one fsync and one network round trip (the follower's Fetch
@@ -13,16 +15,16 @@ that carries the record; in practice the leader's append, the follower's fetch-a
 its next Fetch telling the leader). fsync p50 + RTT p50 is a lower bound, not an estimate.
 
 Invariants: cheap (a short warm-up, then at most `n` samples or `budget_s` seconds per part;
-well under 3 s in all on this machine); the file it writes is removed and the sockets and the
-thread are closed whatever fails; every figure is milliseconds measured with perf_counter_ns.
+well under 3 s in all on this machine); the file it writes is removed and the socket and the echo
+process are closed whatever fails; every figure is milliseconds measured with perf_counter_ns.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -67,29 +69,37 @@ def _recv_exact(s: socket.socket, n: int) -> bool:
     return True
 
 
-def _echo(listener: socket.socket) -> None:
-    """Answer each 100-byte request with 8 bytes until the client closes (or 5 s of silence)."""
-    with contextlib.suppress(OSError):  # the client failed or gave up: it raises its own error
-        conn, _ = listener.accept()
-        with conn:
-            conn.settimeout(5)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            reply = b"r" * REPLY
-            while _recv_exact(conn, RECORD):
-                conn.sendall(reply)
+# The echo peer: another process, as our nodes are (a reply then costs a wake-up of another
+# process, not a hand-over between two threads of one interpreter). It prints its port, then
+# answers each 100-byte request with 8 bytes until the client closes (or 5 s of silence).
+_ECHO = f"""
+import socket, sys
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1); l.settimeout(5)
+print(l.getsockname()[1], flush=True)
+c, _ = l.accept(); c.settimeout(5); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+buf = bytearray({RECORD}); view = memoryview(buf)
+while True:
+    got = 0
+    while got < {RECORD}:
+        k = c.recv_into(view[got:])
+        if k == 0:
+            sys.exit(0)
+        got += k
+    c.sendall(b"r" * {REPLY})
+"""
 
 
 def rtt_ms(n: int = 1000, warmup: int = 100, budget_s: float = 1.0) -> list[float]:
-    """Milliseconds of each 100-byte request -> 8-byte reply over loopback TCP."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    listener.settimeout(5)
-    echo = threading.Thread(target=_echo, args=(listener,), daemon=True, name="floor-echo")
-    echo.start()
+    """Milliseconds of each 100-byte request -> 8-byte reply over loopback TCP, to another
+    process."""
+    echo = subprocess.Popen(
+        [sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+    )
     out: list[float] = []
     try:
-        with socket.create_connection(listener.getsockname(), timeout=5) as c:
+        assert echo.stdout is not None
+        port = int(echo.stdout.readline())
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
             c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             data = b"q" * RECORD
             end = time.monotonic() + budget_s
@@ -97,14 +107,14 @@ def rtt_ms(n: int = 1000, warmup: int = 100, budget_s: float = 1.0) -> list[floa
                 t0 = time.perf_counter_ns()
                 c.sendall(data)
                 if not _recv_exact(c, REPLY):
-                    raise ConnectionError("floor: the echo thread closed the connection")
+                    raise ConnectionError("floor: the echo process closed the connection")
                 if i >= warmup:
                     out.append((time.perf_counter_ns() - t0) / 1e6)
                 if time.monotonic() > end and len(out) >= 10:
                     break
     finally:
-        listener.close()
-        echo.join(5)
+        echo.kill()
+        echo.wait(5)
     return out
 
 
