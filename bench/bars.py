@@ -106,11 +106,10 @@ def _floor(res: dict[str, Any]) -> Bar:
     )
 
 
-def _cpu(res: dict[str, Any]) -> Bar:
+def _cpu(res: dict[str, Any], ours: str = "ours") -> Bar:
     bar = "perf-test vs TestRaftServer: CPU per record <= 1.0x (at each offered rate both ran)"
     o = {
-        r["offered_per_s"]: _num(r.get("cpu_per_1000"))
-        for r in system_rows(res, "perf_test", "ours")
+        r["offered_per_s"]: _num(r.get("cpu_per_1000")) for r in system_rows(res, "perf_test", ours)
     }
     k = {
         r["offered_per_s"]: _num(r.get("cpu_per_1000"))
@@ -124,12 +123,12 @@ def _cpu(res: dict[str, Any]) -> Bar:
     return Bar(bar, text, all(x <= 1.0 for _, x in pairs))
 
 
-def _saturation(res: dict[str, Any]) -> Bar:
+def _saturation(res: dict[str, Any], ours: str = "ours") -> Bar:
     bar = (
         f"saturation rate (highest offered rate with p99 <= {SATURATION_P99_MS:.0f} ms, "
         f">= {SATURATION_ACHIEVED:.0%} committed): ours >= TestRaftServer's"
     )
-    o_rows, k_rows = system_rows(res, "perf_test", "ours"), system_rows(res, "perf_test", "kafka")
+    o_rows, k_rows = system_rows(res, "perf_test", ours), system_rows(res, "perf_test", "kafka")
     if not o_rows or not k_rows:
         return Bar(bar, "not measured", None)
     o, k = saturation_rate(o_rows), saturation_rate(k_rows)
@@ -193,6 +192,14 @@ def section(res: dict[str, Any]) -> list[str]:
                 f"| (ours, `metaquorum.append.linger.adaptive=false`) {n} client"
                 f"{'' if n == 1 else 's'} {what} "
                 f"| {fmt(plain[n][key], 0 if key == 'ops_per_s' else 2)} | (not the default) |"
+            )
+    # perf-test with Kafka's linger semantics: the like-for-like batching of TestRaftServer.
+    if system_rows(res, "perf_test", "ours-plain-linger"):
+        for b in (_cpu(res, "ours-plain-linger"), _saturation(res, "ours-plain-linger")):
+            verdict = "n/a" if b.ok is None else "yes" if b.ok else "NO"
+            md.append(
+                f"| (ours, `metaquorum.append.linger.adaptive=false`) {b.bar} | {b.measured} "
+                f"| {verdict} (not the default) |"
             )
     return [*md, ""]
 

@@ -212,6 +212,28 @@ def test_report_shows_the_floor_and_the_bars(tmp_path: Path) -> None:
     assert "| ours 2,000 ms vs Kafka 4,000 ms = 0.500x | yes |" in text
 
 
+def test_perf_test_with_kafkas_plain_linger_is_judged_beside_the_default(tmp_path: Path) -> None:
+    run = _issue28_run()
+    run["perf_test"]["ours-plain-linger"] = [
+        _perf(1000, 1000, 28, 0.20),  # 0.57x Kafka's CPU
+        _perf(5000, 5000, 45, 0.07),  # 1.19x: a miss
+    ]
+    path = tmp_path / "run-full-y.json"
+    path.write_text(json.dumps(run))
+    text = write_report(path).read_text()
+    cpu = [x for x in text.splitlines() if "adaptive=false`) perf-test vs TestRaftServer" in x]
+    assert cpu == [
+        "| (ours, `metaquorum.append.linger.adaptive=false`) perf-test vs TestRaftServer: CPU "
+        "per record <= 1.0x (at each offered rate both ran) | 1000/s 0.57x, 5000/s 1.19x "
+        "| NO (not the default) |"
+    ]
+    sat = [x for x in text.splitlines() if "adaptive=false`) saturation rate" in x]
+    assert len(sat) == 1 and sat[0].endswith("| yes (not the default) |")
+    assert "| 1000 (ours with Kafka's plain linger) | 1.00x |" in text
+    # The default's bars are still the default's (ours: 0.86x and 0.85x Kafka's CPU).
+    assert "| 1000/s 0.86x, 5000/s 0.85x | yes |" in text
+
+
 def test_floor_measures_real_fsync_and_loopback_quickly(tmp_path: Path) -> None:
     t0 = time.monotonic()
     f = floor.measure(tmp_path)
