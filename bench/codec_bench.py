@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData, VoteRequestData
@@ -87,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, msg, version in cases:
         data = msg.encode(version)
         assert type(msg).decode(data, version) == msg
-        enc = rate(lambda m=msg, v=version: m.encode(v), args.seconds)
-        cls = type(msg)
-        dec = rate(lambda c=cls, d=data, v=version: c.decode(d, v), args.seconds)
+        enc = rate(partial(msg.encode, version), args.seconds)
+        dec = rate(partial(type(msg).decode, data, version), args.seconds)
         results[name] = {
             "bytes": len(data),
             "encode_ops_s": round(enc, 1),
