@@ -226,9 +226,8 @@ class Simulation:
     ) -> None:
         snap = eff.snapshot
         end = snap.snapshot_id.offset
-        self.checker.on_snapshot(
-            nid, end, snap.payload, committed_snapshot(self.checker.committed, end)
-        )
+        expected = committed_snapshot(self.checker.committed, end, cache=self.checker.snapshot_data)
+        self.checker.on_snapshot(nid, end, snap.payload, expected)
         if isinstance(eff, fx.WriteSnapshot):
             self.disks[nid].write_snapshot(snap)
         else:

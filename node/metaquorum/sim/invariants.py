@@ -63,6 +63,8 @@ class InvariantChecker:
         self.last_hw: dict[int, int] = {}
         self.entry_index: dict[tuple[int, int], tuple[bytes, int]] = {}
         self.committed: list[LogEntry] = []
+        # Data batches of committed prefixes by (end, first offset), for sim/snapshots.py.
+        self.snapshot_data: dict[tuple[int, int], bytes] = {}
         self.votes: dict[tuple[int, int, int], int] = {}
         self.verified: dict[int, int] = {}
         self.event_index = 0

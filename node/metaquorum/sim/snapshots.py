@@ -8,7 +8,9 @@ snapshotting replica's core chooses (`core/snapshot_membership.py`, the function
 `SnapshotPolicy` runs); without it, from a scan of the committed prefix, which is the oracle
 `snapshot-consistent` compares every written and installed snapshot with.
 Invariant: for a correct replica, a function of the committed prefix only, so every replica's
-snapshot at the same end is the same bytes.
+snapshot at the same end is the same bytes. The data batch of a prefix is encoded once per
+simulation (`cache`, the checker's): the committed log only grows, so the prefix below `end`
+never changes once committed, and every replica's snapshot and every check at that end reuse it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def committed_snapshot(
     committed: list[LogEntry],
     end: int,
     membership: tuple[int, VotersRecord | None] | None = None,
+    cache: dict[tuple[int, int], bytes] | None = None,
 ) -> bytes | None:
     """The simulated state machine's snapshot of the committed prefix below `end`, as a
     Kafka snapshot file: header batch (with the KRaftVersion and Voters records as of the
@@ -45,6 +48,10 @@ def committed_snapshot(
         epoch, 0, timestamp_ms=0, kraft_version=kraft, voters=voters if kraft else None
     )
     first = 1 + (kraft >= 1) + (kraft >= 1 and voters is not None)
-    values = [SimpleRecord(b"%d:%d:%s" % (e.offset, e.epoch, e.value)) for e in prefix]
-    data = build_batch(first, epoch, values, timestamp_ms=0)
+    data = None if cache is None else cache.get((end, first))
+    if data is None:
+        values = [SimpleRecord(b"%d:%d:%s" % (e.offset, e.epoch, e.value)) for e in prefix]
+        data = build_batch(first, epoch, values, timestamp_ms=0)
+        if cache is not None:
+            cache[(end, first)] = data
     return header + data + snapshot_footer_batch(first + end, epoch, timestamp_ms=0)

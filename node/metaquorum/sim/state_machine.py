@@ -38,6 +38,7 @@ def create(world: World, nid: int, data: tuple[int, int]) -> None:
     if inc != world.incarnation[nid] or node is None:
         return
     membership = snapshot_membership(node.control, end) if end <= node.log.end_offset else None
-    payload = committed_snapshot(world.checker.committed, end, membership)
+    checker = world.checker
+    payload = committed_snapshot(checker.committed, end, membership, checker.snapshot_data)
     if payload is not None:
         world.step(nid, CreateSnapshot(end, payload))
