@@ -73,6 +73,15 @@ def saturation_rate(rows: list[dict[str, Any]]) -> int | None:
     return max(ok) if ok else None
 
 
+def _closed(res: dict[str, Any], name: str, clients: int) -> dict[str, Any]:
+    """A system's closed-loop row at `clients`, or {} when the run has none."""
+    return next((r for r in system_rows(res, "closed_loop", name) if r["clients"] == clients), {})
+
+
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else "yes" if ok else "NO"
+
+
 def floor_ms(res: dict[str, Any]) -> tuple[float, float, float] | None:
     """(floor, fsync p50, RTT p50) in ms, the floor being fsync p50 + RTT p50; None if absent."""
     f = res.get("floor") or {}
@@ -83,8 +92,7 @@ def floor_ms(res: dict[str, Any]) -> tuple[float, float, float] | None:
 def _vs_etcd(res: dict[str, Any], clients: int, at_least: float) -> Bar:
     s = "" if clients == 1 else "s"
     bar = f"committed writes/s vs etcd at {clients} client{s}: >= {at_least:.1f}x"
-    o = {r["clients"]: r for r in system_rows(res, "closed_loop", "ours")}.get(clients, {})
-    e = {r["clients"]: r for r in system_rows(res, "closed_loop", "etcd")}.get(clients, {})
+    o, e = _closed(res, "ours", clients), _closed(res, "etcd", clients)
     ov, ev = _num(o.get("ops_per_s")), _num(e.get("ops_per_s"))
     if ov is None or not ev:
         return Bar(bar, "not measured", None)
@@ -95,8 +103,7 @@ def _vs_etcd(res: dict[str, Any], clients: int, at_least: float) -> Bar:
 def _floor(res: dict[str, Any]) -> Bar:
     bar = f"1-client commit p50 <= {FLOOR_FACTOR:.0f}x the floor (fsync p50 + loopback RTT p50)"
     fl = floor_ms(res)
-    o = {r["clients"]: r for r in system_rows(res, "closed_loop", "ours")}.get(1, {})
-    p50 = _num(o.get("p50_ms"))
+    p50 = _num(_closed(res, "ours", 1).get("p50_ms"))
     if fl is None or p50 is None or fl[0] <= 0:
         return Bar(bar, "not measured", None)
     r = p50 / fl[0]
@@ -180,9 +187,7 @@ def section(res: dict[str, Any]) -> list[str]:
     """The report's bars table, then ours with Kafka's plain linger at the same points."""
     md = ["## Issue 28's bars", "", "| bar | measured | met? |", "|---|---|---|"]
     for b in verdicts(res):
-        md.append(
-            f"| {b.bar} | {b.measured} | {'n/a' if b.ok is None else 'yes' if b.ok else 'NO'} |"
-        )
+        md.append(f"| {b.bar} | {b.measured} | {_verdict(b.ok)} |")
     plain = {r["clients"]: r for r in system_rows(res, "closed_loop", "ours-plain-linger")}
     points = [(1, "ops_per_s", "writes/s"), (1, "p50_ms", "p50 ms"), (16, "ops_per_s", "writes/s")]
     points += [(16, "p99_ms", "p99 ms"), (256, "ops_per_s", "writes/s")]
@@ -196,10 +201,9 @@ def section(res: dict[str, Any]) -> list[str]:
     # perf-test with Kafka's linger semantics: the like-for-like batching of TestRaftServer.
     if system_rows(res, "perf_test", "ours-plain-linger"):
         for b in (_cpu(res, "ours-plain-linger"), _saturation(res, "ours-plain-linger")):
-            verdict = "n/a" if b.ok is None else "yes" if b.ok else "NO"
             md.append(
                 f"| (ours, `metaquorum.append.linger.adaptive=false`) {b.bar} | {b.measured} "
-                f"| {verdict} (not the default) |"
+                f"| {_verdict(b.ok)} (not the default) |"
             )
     return [*md, ""]
 
