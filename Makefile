@@ -24,7 +24,7 @@ help:
 	@echo "make run         run the product (a local quorum)"
 	@echo "make test        set up and run every test tier (what CI runs)"
 	@echo "make lint        ruff, ruff format --check, mypy strict, import-linter"
-	@echo "make unit | scenarios | sim | conformance | integration | e2e | pipeline | nemesis-short   one tier"
+	@echo "make unit | scenarios | sim | compiled-tier | conformance | integration | e2e | pipeline | nemesis-short   one tier"
 	@echo "make sim-long    the full simulation campaign, 4,950 seeds (not in make test)"
 	@echo "make sim-reach   the simulator's reach table: protocol paths and worst moments per mix (SEEDS=50)"
 	@echo "make sim-digest  the traces of seeds 0-199 of every mix unchanged? (not in make test)"
@@ -36,6 +36,7 @@ help:
 	@echo "make soak        hours of a TLS quorum under fixed load, sampled; fails on a trend (SOAK_SECONDS=3600)"
 	@echo "make bench       side-by-side benchmarks, ~12 min (not part of make test)"
 	@echo "make bench-quick a ~2 minute smoke run of the benchmarks (BENCH_TLS=1: ours on mutual TLS)"
+	@echo "make compiled    the compiled hot path (mypyc) in build/compiled; BUILD=pure: run and bench without it"
 	@echo "make generate    regenerate protocol message classes from our schemas"
 	@echo "make cluster     a real single-node Kubernetes that stays up (cluster-down | cluster-status | cluster-shell; KIND=1: kind)"
 	@echo "make quickstart  README's quickstart run verbatim on make cluster, the host checked clean after"
@@ -53,6 +54,23 @@ VENV_PYTHON := $(shell scripts/fast-python.sh)
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --all-extras --quiet --python $(VENV_PYTHON)
 	@touch $@
+
+# Issue 28: the compiled hot path (mypyc over the core, the record batches and the byte reader) in
+# a copy of the package, build/compiled (scripts/build_compiled.py; rebuilt when a source changes,
+# ~1.5 min). `make run` and the bench use it unless BUILD=pure; the pure-Python package stays the
+# reference that every test tier runs, and the `compiled` tier checks the two give the same traces.
+BUILD ?= compiled
+COMPILED := $(CURDIR)/build/compiled
+ifeq ($(BUILD),compiled)
+WITH_BUILD := PYTHONPATH=$(COMPILED)
+BUILD_DEP := compiled
+else ifneq ($(BUILD),pure)
+$(error BUILD=$(BUILD): use BUILD=compiled (default) or BUILD=pure)
+endif
+
+.PHONY: compiled
+compiled: setup
+	@$(BIN)/python scripts/build_compiled.py >/dev/null
 
 setup: $(VENV)/.synced
 	@if [ "$$(readlink -f $(BIN)/python)" != "$$(readlink -f $(VENV_PYTHON))" ]; then \
@@ -85,6 +103,19 @@ unit: setup
 
 scenarios: setup
 	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,tests/scenarios)
+
+# Issue 28: the compiled build against the pure-Python reference. The simulator's traces of
+# seeds 0-(COMPILED_SEEDS-1) of every mix must be the same on build/compiled as on this package
+# (tests/sim/trace_digest.py --against-build; the child must have loaded the compiled core), and
+# the unit tier (with the scenarios) passes on it. The other tiers run the pure-Python package
+# (the planted-bug simulations monkeypatch the core, which compiled modules do not allow).
+COMPILED_SEEDS ?= 40
+UNIT_MARKERS := not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers
+.PHONY: compiled-tier
+compiled-tier: compiled
+	@echo "=== tier: compiled"
+	$(BIN)/python -m tests.sim.trace_digest --against-build $(COMPILED) --seeds $(COMPILED_SEEDS)
+	PYTHONPATH=$(COMPILED) $(PYTEST) -q -n $(TEST_WORKERS) -m "$(UNIT_MARKERS)"
 
 # The seeded simulations are CPU-bound and independent: one pytest-xdist worker per core.
 SIM_WORKERS ?= auto
@@ -214,24 +245,24 @@ slow: setup
 # The e2e tier's builds (Go, images; cached) start first in the background, niced, so a fresh
 # machine's ~15 min of them overlap the tiers before e2e (e2e/tools/prebuild.sh; stopped when
 # this make exits). Then the tiers, one after another.
-TIERS := lint unit slow sim conformance integration nemesis-short e2e pipeline
+TIERS := lint unit slow sim compiled-tier conformance integration nemesis-short e2e pipeline
 test: setup
 	@e2e/tools/prebuild.sh $$PPID
 	@$(MAKE) --no-print-directory $(TIERS)
 	@echo "make test: all tiers done"
 
-run: setup
-	@$(BIN)/python -m metaquorum.runtime.local_quorum --dir $${TMPDIR:-/tmp}/metaquorum-local-quorum --voters 3
+run: setup $(BUILD_DEP)
+	@$(WITH_BUILD) $(BIN)/python -m metaquorum.runtime.local_quorum --dir $${TMPDIR:-/tmp}/metaquorum-local-quorum --voters 3
 
 # Side-by-side benchmark (docs/bench.md): ours, etcd, Kafka's TestRaftServer, PySyncObj; about
 # 15 minutes; results in bench/results/. Not part of `make test`; nothing asserts speed.
-bench: setup
-	$(BIN)/python -m bench
+bench: setup $(BUILD_DEP)
+	$(WITH_BUILD) $(BIN)/python -m bench
 
 # The same in about 2 minutes (2 client counts, 1 rate, 2 kills each); results under $TMPDIR.
 .PHONY: bench-quick
-bench-quick: setup
-	$(BIN)/python -m bench --quick --out $${TMPDIR:-/tmp}/metaquorum-bench-quick
+bench-quick: setup $(BUILD_DEP)
+	$(WITH_BUILD) $(BIN)/python -m bench --quick --out $${TMPDIR:-/tmp}/metaquorum-bench-quick
 
 # --- make cluster (issue 32, docs/cluster.md) ------------------------------------------------
 # The e2e tier's real single-node Kubernetes (kubeletcluster.py: kubelet, containerd, runc, CNI,

@@ -64,7 +64,10 @@ class UnattachedState:
     voted_key: ReplicaKey | None = None
     leader_id: int | None = None
     high_watermark: int | None = None
-    role: Role = field(default=Role.UNATTACHED, init=False)
+
+    @property
+    def role(self) -> Role:
+        return Role.UNATTACHED
 
     def election(self, local_id: int) -> ElectionState:
         lid = -1 if self.leader_id is None else self.leader_id
@@ -87,7 +90,10 @@ class ProspectiveState:
     leader_id: int | None = None
     retries: int = 1
     high_watermark: int | None = None
-    role: Role = field(default=Role.PROSPECTIVE, init=False)
+
+    @property
+    def role(self) -> Role:
+        return Role.PROSPECTIVE
 
     def election(self, local_id: int) -> ElectionState:
         lid = -1 if self.leader_id is None else self.leader_id
@@ -108,7 +114,10 @@ class CandidateState:
     tally: VoteTally
     retries: int = 1
     high_watermark: int | None = None
-    role: Role = field(default=Role.CANDIDATE, init=False)
+
+    @property
+    def role(self) -> Role:
+        return Role.CANDIDATE
 
     def election(self, local_id: int) -> ElectionState:
         return ElectionState(self.epoch, -1, ReplicaKey(local_id))
@@ -130,7 +139,10 @@ class LeaderState:
     # The term's mutable data (progress, accumulator, purgatory, pending appends): owned here,
     # not by the node; kept across in-place updates (`dataclasses.replace` copies the reference).
     data: LeaderData = field(default_factory=LeaderData.empty, compare=False, repr=False)
-    role: Role = field(default=Role.LEADER, init=False)
+
+    @property
+    def role(self) -> Role:
+        return Role.LEADER
 
     def election(self, local_id: int) -> ElectionState:
         # Kafka 4.3 `LeaderState.election()`: `withElectedLeader(epoch, id, Optional.empty())`,
@@ -160,7 +172,10 @@ class FollowerState:
     update_voter_next_ms: int = 0
     auto_join_next_ms: int = 0
     has_updated_leader: bool = False
-    role: Role = field(default=Role.FOLLOWER, init=False)
+
+    @property
+    def role(self) -> Role:
+        return Role.FOLLOWER
 
     def election(self, local_id: int) -> ElectionState:
         return ElectionState(self.epoch, self.leader_id, self.voted_key)
@@ -182,7 +197,10 @@ class ResignedState:
     unacked_voters: frozenset[int]
     preferred_successors: tuple[int, ...]
     high_watermark: int | None = None
-    role: Role = field(default=Role.RESIGNED, init=False)
+
+    @property
+    def role(self) -> Role:
+        return Role.RESIGNED
 
     def election(self, local_id: int) -> ElectionState:
         return ElectionState(self.epoch, local_id, None)  # votedId -1, as Kafka writes it

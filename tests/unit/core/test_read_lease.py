@@ -11,9 +11,9 @@ from tests.unit.core.context import RaftTestContext, fetch_request
 
 
 def _voters(local: int, fetches: dict[int, int]) -> dict[int, ReplicaProgress]:
-    out = {local: ReplicaProgress(local, 0, 0, 0)}
+    out = {local: ReplicaProgress(local, end_offset=0, last_fetch_ms=0)}
     for v, t in fetches.items():
-        out[v] = ReplicaProgress(v, 0, -1, -1, received_response_ms=t)
+        out[v] = ReplicaProgress(v, end_offset=-1, received_response_ms=t)
     return out
 
 

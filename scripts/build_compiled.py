@@ -1,0 +1,152 @@
+"""Build the compiled hot path (issue 28, docs/performance.md round 7): mypyc over the Raft core,
+the record-batch codec and the protocol's byte reader, in a COPY of the package.
+
+Role: `make compiled` runs this. It copies `node/metaquorum` to `build/compiled/metaquorum`,
+compiles `COMPILED` there with mypyc (C extension modules next to their .py files) and leaves
+the sources untouched: `PYTHONPATH=build/compiled` selects the compiled build, without it the
+pure-Python package runs (the reference, and what the monkeypatching planted-bug tests need).
+
+Invariants: the compiled tree is rebuilt whenever any source file, this script, mypy's version
+or the interpreter changes (a SHA-256 stamp); a failed build leaves no half-built tree (it is
+built beside and renamed into place). One transform is applied to the copy only: `@value`
+(core/value.py: frozen to mypy, a plain slotted dataclass at run time) becomes
+`@dataclass(unsafe_hash=True)`, the decorator mypyc compiles into a native class; the source
+stays checked as frozen by `make lint`, so no code assigns a field either way.
+
+Usage: python scripts/build_compiled.py [--out DIR] [--force]   (prints the tree's path)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "node" / "metaquorum"
+# Leaves that stay interpreted: the core's exceptions (mypyc cannot subclass most builtins) and
+# `core/value.py` (its run-time definitions are behind `TYPE_CHECKING`, which mypyc compiles as
+# unreachable).
+INTERPRETED = {
+    "core/__init__.py",
+    "core/errors.py",
+    "core/value.py",
+    "protocol/records/__init__.py",
+}
+COMPILED_GLOBS = ("core/*.py", "protocol/records/*.py", "protocol/byte_reader.py")
+VALUE_DECORATOR = re.compile(r"^@value$", re.MULTILINE)
+
+
+def compiled_modules(root: Path = SOURCE) -> list[str]:
+    """The package-relative paths mypyc compiles, sorted."""
+    found = {p.relative_to(root).as_posix() for g in COMPILED_GLOBS for p in root.glob(g)}
+    return sorted(found - INTERPRETED)
+
+
+def stamp() -> str:
+    """What the build depends on: every source file, this script, mypy and the interpreter."""
+    import mypy.version
+
+    h = hashlib.sha256()
+    h.update(f"{sys.version} {sysconfig.get_platform()} mypy {mypy.version.__version__}".encode())
+    h.update(Path(__file__).read_bytes())
+    for p in sorted(SOURCE.rglob("*.py")):
+        if "__pycache__" in p.parts:
+            continue
+        h.update(p.relative_to(SOURCE).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def transform(text: str) -> str:
+    """`@value` -> `@dataclass(unsafe_hash=True)` (with its import), for mypyc only."""
+    if not VALUE_DECORATOR.search(text):
+        return text
+    text = VALUE_DECORATOR.sub("@_mypyc_dataclass(unsafe_hash=True)", text)
+    head = "from __future__ import annotations\n"
+    if head not in text:
+        raise SystemExit(
+            "build_compiled: a module with @value lacks `from __future__ import annotations`"
+        )
+    return text.replace(head, head + "\nfrom dataclasses import dataclass as _mypyc_dataclass\n", 1)
+
+
+def toolchain() -> None:
+    """A C compiler and this interpreter's headers, from Debian's packages when missing."""
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    wanted = []
+    if shutil.which("gcc") is None:
+        wanted.append("gcc")
+    if not headers.is_file():
+        if not sys.executable.startswith("/usr/bin/") and not str(
+            Path(sys.executable).resolve()
+        ).startswith("/usr/bin/"):
+            raise SystemExit(
+                f"build_compiled: no {headers}: install this Python's headers, or BUILD=pure"
+            )
+        wanted.append(f"python3.{sys.version_info.minor}-dev")
+    if wanted:
+        print(
+            f"build_compiled: installing {' '.join(wanted)} from Debian's packages", file=sys.stderr
+        )
+        done = subprocess.run([str(ROOT / "scripts" / "apt-install.sh"), *wanted], check=False)
+        if done.returncode != 0:
+            raise SystemExit(
+                f"build_compiled: installing {' '.join(wanted)} failed; install it, or BUILD=pure"
+            )
+
+
+def build(out: Path) -> None:
+    toolchain()
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    pkg = tmp / "metaquorum"
+    shutil.copytree(SOURCE, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    modules = compiled_modules()
+    for rel in modules:
+        f = pkg / rel
+        f.write_text(transform(f.read_text()))
+    env = {**os.environ, "MYPYPATH": str(tmp)}
+    argv = [sys.executable, "-m", "mypyc", *[f"metaquorum/{m}" for m in modules]]
+    run = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
+        raise SystemExit(
+            f"build_compiled: mypyc failed (exit {run.returncode}); tree left in {tmp}"
+        )
+    missing = [m for m in modules if not list((pkg / m).parent.glob(Path(m).stem + ".*.so"))]
+    if missing:
+        raise SystemExit(f"build_compiled: no extension module built for {missing}")
+    shutil.rmtree(tmp / "build", ignore_errors=True)  # mypyc's C sources and objects
+    shutil.rmtree(tmp / ".mypy_cache", ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="scripts/build_compiled.py", description=__doc__)
+    p.add_argument("--out", type=Path, default=ROOT / "build" / "compiled")
+    p.add_argument("--force", action="store_true")
+    a = p.parse_args(argv)
+    out: Path = a.out.resolve()
+    want = stamp()
+    mark = out / "STAMP"
+    if a.force or not mark.is_file() or mark.read_text().strip() != want:
+        print(
+            f"build_compiled: compiling {len(compiled_modules())} modules with mypyc (~2 min)",
+            file=sys.stderr,
+        )
+        build(out)
+        mark.write_text(want + "\n")
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""scripts/build_compiled.py (issue 28): what it compiles and the one transform it applies to
+the copy. The build itself (a C compile) runs in the `compiled` tier of `make test`, where the
+simulator's traces on the compiled tree are checked against this pure-Python package."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "build_compiled", ROOT / "scripts/build_compiled.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["build_compiled"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+bc = _load()
+
+
+def test_compiles_the_core_records_and_reader_but_not_the_interpreted_leaves() -> None:
+    mods = bc.compiled_modules()
+    assert "core/node.py" in mods and "core/fetch.py" in mods
+    assert "protocol/records/batch.py" in mods and "protocol/byte_reader.py" in mods
+    for leaf in ("core/errors.py", "core/value.py", "core/__init__.py"):
+        assert leaf not in mods
+    assert all(m.startswith(("core/", "protocol/records/", "protocol/byte_reader")) for m in mods)
+
+
+def test_value_classes_become_dataclasses_mypyc_compiles() -> None:
+    src = (
+        '"""doc"""\n\nfrom __future__ import annotations\n\n'
+        "from metaquorum.core.value import value\n\n\n"
+        "@value\nclass A:\n    x: int\n\n\n@value\nclass B:\n    y: int = 0\n"
+    )
+    out = bc.transform(src)
+    assert out.count("@_mypyc_dataclass(unsafe_hash=True)\nclass") == 2
+    assert "@value" not in out
+    assert (
+        "from __future__ import annotations\n\n"
+        "from dataclasses import dataclass as _mypyc_dataclass\n" in out
+    )
+    scope: dict[str, object] = {}
+    exec(compile(out.replace("from metaquorum.core.value import value\n", ""), "t", "exec"), scope)
+    a = scope["A"](1)  # type: ignore[operator]
+    assert a == scope["A"](1) and hash(a) == hash(scope["A"](1))  # type: ignore[operator]
+
+
+def test_a_module_without_value_classes_is_unchanged() -> None:
+    src = "from __future__ import annotations\n\n# @value in a comment is left alone\nx = 1\n"
+    assert bc.transform(src) == src
+
+
+def test_a_value_module_without_future_annotations_is_refused() -> None:
+    with pytest.raises(SystemExit, match="__future__"):
+        bc.transform("@value\nclass A:\n    x: int\n")
+
+
+def test_the_stamp_changes_with_a_source_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pkg = tmp_path / "metaquorum"
+    (pkg / "core").mkdir(parents=True)
+    (pkg / "core" / "node.py").write_text("x = 1\n")
+    monkeypatch.setattr(bc, "SOURCE", pkg)
+    first = bc.stamp()
+    assert bc.stamp() == first
+    (pkg / "core" / "node.py").write_text("x = 2\n")
+    assert bc.stamp() != first
