@@ -298,4 +298,4 @@ chart: setup
 # --- end make cluster ---------------------------------------------------------------------------
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache build/compiled build/compiled.tmp
