@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from metaquorum_operator import builders, migration, observe, planner
 from metaquorum_operator.membership import Progress
@@ -274,6 +274,11 @@ static_ops = st.lists(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 5), static_ops, st.integers(1, 5))
+# found by CI: the leader back from a stop, just elected and a tick behind, described itself as
+# stale as a restarted voter, so that voter looked caught up relative to it (world.py: a leader
+# describes itself at its log end and now, as Kafka's does)
+@example(2, [("stop", (0, 2)), ("kill", 1)], 1)
+@example(2, [("stop", (0, 5)), ("kill", 1)], 1)
 def test_a_static_quorum_is_migrated_safely_then_converges(
     start: int, history: list[tuple[str, Any]], final: int
 ) -> None:

@@ -228,12 +228,16 @@ class World:
         vs = self.voter_set()
 
         def replica(i: int, d: str) -> ReplicaState:
+            # kraft.version 0: a static voter set names ids only (no directory ids)
+            shown = d if self.kraft_version != 0 or i not in vs else ""
+            if i == self.leader and vs.get(i) == d:
+                # the leader describes itself at its log end, caught up now (Kafka's
+                # LeaderState.describeQuorum): it answered, so it is up
+                return ReplicaState(i, shown, self.leo, self.clock_ms, self.clock_ms)
             up = self.replica_up(i, d)
             p = self.pods.get(i)
             behind = p.behind if p is not None and up else 1000
             seen = self.clock_ms if up and behind == 0 else self.clock_ms - 60_000
-            # kraft.version 0: a static voter set names ids only (no directory ids)
-            shown = d if self.kraft_version != 0 or i not in vs else ""
             return ReplicaState(i, shown, max(0, self.leo - behind * 500), seen, seen)
 
         voters = tuple(replica(i, d) for i, d in sorted(vs.items()))
