@@ -58,7 +58,7 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 # Issue 28: the compiled hot path (mypyc over the core, the record batches and the byte reader) in
 # a copy of the package, build/compiled (scripts/build_compiled.py; rebuilt when a source changes,
 # ~1.5 min). `make run` and the bench use it unless BUILD=pure; the pure-Python package stays the
-# reference that every test tier runs, and the `compiled` tier checks the two give the same traces.
+# reference that every other test tier runs; the `compiled` tier checks the two give the same traces.
 BUILD ?= compiled
 COMPILED := $(CURDIR)/build/compiled
 ifeq ($(BUILD),compiled)

@@ -77,3 +77,15 @@ def test_the_stamp_changes_with_a_source_file(
     assert bc.stamp() == first
     (pkg / "core" / "node.py").write_text("x = 2\n")
     assert bc.stamp() != first
+
+
+def test_the_trace_check_refuses_a_build_that_did_not_load_the_compiled_core(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`trace_digest --against-build DIR` must fail when the child on `PYTHONPATH=DIR` ran the
+    pure-Python core (here: an empty directory), however equal the digests would be."""
+    from tests.sim import trace_digest
+
+    assert trace_digest.against_build(tmp_path, seeds=1, workers=1) == 1
+    out = capsys.readouterr().out
+    assert "not compiled" in out and "node.py" in out
