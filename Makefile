@@ -98,11 +98,13 @@ define run_tier
 	exit $$rc
 endef
 
+# The unit tier's tests (the scenarios among them): everything but the marked tiers.
+UNIT_MARKERS := not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers
 unit: setup
-	$(call run_tier,unit,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,-n $(TEST_WORKERS))
+	$(call run_tier,unit,$(UNIT_MARKERS),-n $(TEST_WORKERS))
 
 scenarios: setup
-	$(call run_tier,scenarios,not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers,tests/scenarios)
+	$(call run_tier,scenarios,$(UNIT_MARKERS),tests/scenarios)
 
 # Issue 28: the compiled build against the pure-Python reference. The simulator's traces of
 # seeds 0-(COMPILED_SEEDS-1) of every mix must be the same on build/compiled as on this package
@@ -110,7 +112,6 @@ scenarios: setup
 # the unit tier (with the scenarios) passes on it. The other tiers run the pure-Python package
 # (the planted-bug simulations monkeypatch the core, which compiled modules do not allow).
 COMPILED_SEEDS ?= 40
-UNIT_MARKERS := not slow and not integration and not simulation and not conformance and not e2e and not pipeline and not nemesis and not containers
 .PHONY: compiled-tier
 compiled-tier: compiled
 	@echo "=== tier: compiled"
