@@ -55,10 +55,12 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --all-extras --quiet --python $(VENV_PYTHON)
 	@touch $@
 
-# Issue 28: the compiled hot path (mypyc over the core, the record batches and the byte reader) in
-# a copy of the package, build/compiled (scripts/build_compiled.py; rebuilt when a source changes,
-# ~1.5 min). `make run` and the bench use it unless BUILD=pure; the pure-Python package stays the
-# reference that every other test tier runs; the `compiled` tier checks the two give the same traces.
+# Issue 28: the compiled hot path (mypyc over the core, the record batches, the byte reader and the
+# runtime's write path) in a copy of the package, build/compiled (scripts/build_compiled.py;
+# rebuilt when a source changes, ~2.5 min). `make run`, the bench and the tiers that run real
+# nodes (conformance, integration, nemesis-short, pipeline) use it unless BUILD=pure; the
+# pure-Python package stays the reference: unit, scenarios, slow and sim run it, and the
+# `compiled` tier checks the two give the same traces and pass the same unit tests.
 BUILD ?= compiled
 COMPILED := $(CURDIR)/build/compiled
 ifeq ($(BUILD),compiled)
@@ -93,7 +95,7 @@ generate: setup
 # pytest exits 5 when a tier has no test yet; that is reported, not counted as a pass or failure.
 define run_tier
 	@echo "=== tier: $(1)"; \
-	$(PYTEST) -m "$(2)" $(3); rc=$$?; \
+	$(4) $(PYTEST) -m "$(2)" $(3); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "tier $(1): no tests collected yet"; rc=0; fi; \
 	exit $$rc
 endef
@@ -109,8 +111,9 @@ scenarios: setup
 # Issue 28: the compiled build against the pure-Python reference. The simulator's traces of
 # seeds 0-(COMPILED_SEEDS-1) of every mix must be the same on build/compiled as on this package
 # (tests/sim/trace_digest.py --against-build; the child must have loaded the compiled core), and
-# the unit tier (with the scenarios) passes on it. The other tiers run the pure-Python package
-# (the planted-bug simulations monkeypatch the core, which compiled modules do not allow).
+# the unit tier (with the scenarios) passes on it. sim runs the pure-Python package (its planted-bug
+# simulations replace core functions, which compiled modules do not call); the tiers with real
+# nodes run the compiled build, and their planted bugs the pure package (tests/pure_build.py).
 COMPILED_SEEDS ?= 40
 .PHONY: compiled-tier
 compiled-tier: compiled
@@ -145,15 +148,15 @@ sim-reach: setup
 sim-digest: setup
 	$(BIN)/python -m tests.sim.trace_digest --check
 
-conformance: kafka-jars
-	$(call run_tier,conformance,conformance,-n $(TEST_WORKERS))
+conformance: kafka-jars $(BUILD_DEP)
+	$(call run_tier,conformance,conformance,-n $(TEST_WORKERS),$(WITH_BUILD))
 
 # libfiu (apt) for the storage-fault tests: real EIO from fsync in a running node; SeaweedFS's
 # `weed` (the backup tests' S3 server, built once from the Go module proxy and cached).
-integration: setup
+integration: setup $(BUILD_DEP)
 	@scripts/libfiu.sh >/dev/null
 	@scripts/build-seaweedfs.sh >/dev/null
-	$(call run_tier,integration,integration,-n $(TEST_WORKERS))
+	$(call run_tier,integration,integration,-n $(TEST_WORKERS),$(WITH_BUILD))
 
 e2e: setup
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "tier e2e: not built yet"; fi
@@ -206,17 +209,17 @@ e2e-nemesis-k8s: setup
 
 # The Spark data pipeline (issue 17): real Spark on local[2] and a standalone master + 2 workers
 # on loopback, started from the installed pyspark's own scripts (Java 17 on the machine).
-pipeline: setup
+pipeline: setup $(BUILD_DEP)
 	@scripts/java.sh >/dev/null
-	$(call run_tier,pipeline,pipeline,)
+	$(call run_tier,pipeline,pipeline,,$(WITH_BUILD))
 
 # The nemesis tier (issue 18, docs/nemesis.md): 3 real nodes, each in its own network namespace
 # (needs root), under kill -9, pause, partitions, packet loss, a slow link and fsync EIO; the
 # clients' history checked by porcupine and a ledger. A few minutes: 3 seeds x 40 s, plus the
 # broken-node runs that show the checker fails. Run dirs under $$TMPDIR/metaquorum-nemesis*.
-nemesis-short: setup
+nemesis-short: setup $(BUILD_DEP)
 	@scripts/nemesis-tools.sh >/dev/null
-	$(call run_tier,nemesis,nemesis,tests/nemesis)
+	$(call run_tier,nemesis,nemesis,tests/nemesis,$(WITH_BUILD))
 
 # The long campaign (not in make test): NEMESIS_RUNS seeded runs of NEMESIS_SECONDS each from
 # NEMESIS_SEED on, process and network faults overlapping (--compose), odd seeds on a dynamic

@@ -6,7 +6,8 @@ answered on commit) `N` times after a warm-up. Run under callgrind (`/work/tools
 `valgrind --tool=callgrind`), the whole cluster's instructions per committed write are
 `(Ir(2N) - Ir(N)) / N`: load-independent, unlike the wall-clock bench on a shared machine.
 
-Usage: python -m bench.commit_ir N [--profile OUT]   (prints the appends done and the wall time)
+Usage: python -m bench.commit_ir N   (prints the appends done and the wall time; for a profile of
+what is still interpreted: python -m cProfile -o OUT -m bench.commit_ir N)
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Build the compiled hot path (issue 28, docs/performance.md round 7): mypyc over the Raft core,
-the record-batch codec and the protocol's byte reader, in a COPY of the package.
+"""Build the compiled hot path (issue 28, docs/performance.md rounds 7-8): mypyc over the Raft
+core, the record-batch codec, the protocol's byte reader and the runtime modules a committed write
+runs through (driver, server, connections, frame codec, storage thread and log), in a COPY of the
+package.
 
 Role: `make compiled` runs this. It copies `node/metaquorum` to `build/compiled/metaquorum`,
 compiles `COMPILED` there with mypyc (C extension modules next to their .py files) and leaves
@@ -39,7 +41,30 @@ INTERPRETED = {
     "core/value.py",
     "protocol/records/__init__.py",
 }
-COMPILED_GLOBS = ("core/*.py", "protocol/records/*.py", "protocol/byte_reader.py")
+COMPILED_GLOBS = (
+    "core/*.py",
+    "protocol/records/*.py",
+    "protocol/byte_reader.py",
+    # Round 8: the runtime modules a committed write runs through (py-spy, one client: the
+    # driver, the server's and the peers' connections, the frame codec, the storage thread and
+    # log, the produce path, the metrics), -9.5% of a write's instructions (commit_ir, 3.01 ->
+    # 2.72 M). Not `runtime/client_api.py`: its tests drive it with a duck-typed driver.
+    "net/connection.py",
+    "net/wire.py",
+    "runtime/appends.py",
+    "runtime/batch_bytes.py",
+    "runtime/clock.py",
+    "runtime/driver.py",
+    "runtime/node.py",
+    "runtime/peers.py",
+    "runtime/produce.py",
+    "runtime/raft_metrics.py",
+    "runtime/records_bridge.py",
+    "runtime/server.py",
+    "runtime/storage_io.py",
+    "storage/log.py",
+    "storage/segment.py",
+)
 VALUE_DECORATOR = re.compile(r"^@value$", re.MULTILINE)
 
 
@@ -64,17 +89,35 @@ def stamp() -> str:
     return h.hexdigest()
 
 
+# Classes with a base mypyc cannot compile natively (asyncio's protocols, builtin exceptions
+# other than Exception, ssl's objects) are compiled as non-native classes (their methods are still
+# C); mypyc then needs `asyncio.protocols` imported by name in that module.
+NON_NATIVE = re.compile(
+    r"^(class \w+\((?:asyncio\.Protocol|ConnectionError|ssl\.SSLObject)\):)$", re.MULTILINE
+)
+NON_NATIVE_IMPORTS = (
+    "import asyncio.protocols\nfrom mypy_extensions import mypyc_attr as _mypyc_attr\n"
+)
+
+
 def transform(text: str) -> str:
-    """`@value` -> `@dataclass(unsafe_hash=True)` (with its import), for mypyc only."""
-    if not VALUE_DECORATOR.search(text):
-        return text
-    text = VALUE_DECORATOR.sub("@_mypyc_dataclass(unsafe_hash=True)", text)
+    """For mypyc only: `@value` -> `@dataclass(unsafe_hash=True)` (with its import); a class
+    on a base mypyc cannot compile natively gets `@mypyc_attr(native_class=False)`."""
     head = "from __future__ import annotations\n"
+    imports = ""
+    if NON_NATIVE.search(text):
+        text = NON_NATIVE.sub(r"@_mypyc_attr(native_class=False)\n\1", text)
+        imports += NON_NATIVE_IMPORTS
+    if VALUE_DECORATOR.search(text):
+        text = VALUE_DECORATOR.sub("@_mypyc_dataclass(unsafe_hash=True)", text)
+        imports += "from dataclasses import dataclass as _mypyc_dataclass\n"
+    if not imports:
+        return text
     if head not in text:
         raise SystemExit(
-            "build_compiled: a module with @value lacks `from __future__ import annotations`"
+            "build_compiled: a module it transforms lacks `from __future__ import annotations`"
         )
-    return text.replace(head, head + "\nfrom dataclasses import dataclass as _mypyc_dataclass\n", 1)
+    return text.replace(head, head + "\n" + imports, 1)
 
 
 def toolchain() -> None:

@@ -35,6 +35,7 @@ from metaquorum.storage.meta_properties import read_meta_properties
 from tests.nemesis.disks import Disk
 from tests.nemesis.netns import Net, in_netns, node_ip
 from tests.nemesis.tools import REPO
+from tests.pure_build import pure_env
 
 PORT, HTTP_PORT = 9093, 8080
 FAST = {
@@ -66,7 +67,10 @@ class Cluster:
         self.clock_ms: dict[int, int] = {}
         self.base, self.net, self.fiu_bin = base, net, fiu_bin
         self.ids = sorted(net.ns)
-        self.env = dict(os.environ, **({"MQ_NEMESIS_BROKEN": broken} if broken else {}))
+        # a broken node replaces a core function: the pure-Python package (tests/pure_build.py)
+        self.env = (
+            dict(pure_env(os.environ), MQ_NEMESIS_BROKEN=broken) if broken else dict(os.environ)
+        )
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.starts = dict.fromkeys(self.ids, 0)
         self.disks = {i: Disk(self.dir(i)) for i in self.ids}

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.pipeline.conftest import run_cli, write_spec
+from tests.pure_build import pure_env
 
 pytestmark = pytest.mark.pipeline
 
@@ -56,9 +57,9 @@ def test_planted_violation_is_reported_with_repro_lines_that_replay_it(tmp_path:
     mutation = tmp_path / "mutation"
     mutation.mkdir()
     (mutation / "sitecustomize.py").write_text(MUTATION)
-    mutated = {
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(mutation), os.environ.get("PYTHONPATH")]))
-    }
+    # the mutation replaces a core function: the pure-Python package (tests/pure_build.py)
+    pure = pure_env(os.environ).get("PYTHONPATH")
+    mutated = {"PYTHONPATH": os.pathsep.join(filter(None, [str(mutation), pure]))}
     spec_file = write_spec(tmp_path / "planted.yaml", **SPEC)
     out = tmp_path / "out"
     done = run_cli(

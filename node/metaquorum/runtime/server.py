@@ -29,7 +29,7 @@ import logging
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import cast
+from typing import Any, cast
 
 from metaquorum.net.wire import (
     FrameReader,
@@ -84,7 +84,8 @@ class KafkaServer:
             ssl=self.tls,
             ssl_handshake_timeout=self.frame_timeout_s if self.tls is not None else None,
         )
-        sock = self._server.sockets[0]
+        # uvloop's `sockets` is a list (typeshed: a tuple); Any keeps a compiled build from checking
+        sock = cast(Any, self._server).sockets[0]
         self.port = sock.getsockname()[1]
 
     async def stop(self) -> None:

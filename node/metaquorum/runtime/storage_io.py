@@ -130,7 +130,7 @@ class StorageIO:
     ) -> None:
         self.storage = storage
         self._jobs: SimpleQueue[Callable[[], object] | None] = SimpleQueue()
-        self._thread: threading.Thread | None = None  # started by the first job
+        self._worker: threading.Thread | None = None  # started by the first job
         self._closed = False
         self._on_flushed = on_flushed
         self._on_failure = on_failure
@@ -146,11 +146,11 @@ class StorageIO:
     def _put(self, job: Callable[[], object] | None) -> None:
         if self._closed:
             raise RuntimeError("the storage thread is closed")
-        if self._thread is None:
-            self._thread = threading.Thread(
+        if self._worker is None:
+            self._worker = threading.Thread(
                 target=self._work, name="metaquorum-storage", daemon=True
             )
-            self._thread.start()
+            self._worker.start()
         self._jobs.put(job)
 
     def _work(self) -> None:
@@ -260,9 +260,9 @@ class StorageIO:
                 raise
             log.warning("closing the storage after a failure: %s", e)
         self._closed = True
-        if self._thread is not None:
+        if self._worker is not None:
             self._jobs.put(None)
-            self._thread.join(5)
+            self._worker.join(5)
 
 
 def _to_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: object) -> None:

@@ -34,7 +34,28 @@ def test_compiles_the_core_records_and_reader_but_not_the_interpreted_leaves() -
     assert "protocol/records/batch.py" in mods and "protocol/byte_reader.py" in mods
     for leaf in ("core/errors.py", "core/value.py", "core/__init__.py"):
         assert leaf not in mods
-    assert all(m.startswith(("core/", "protocol/records/", "protocol/byte_reader")) for m in mods)
+    assert "runtime/driver.py" in mods and "runtime/server.py" in mods and "net/wire.py" in mods
+    assert "runtime/client_api.py" not in mods  # its tests drive it with a duck-typed driver
+    allowed = ("core/", "protocol/records/", "protocol/byte_reader", "runtime/", "net/", "storage/")
+    assert all(m.startswith(allowed) for m in mods)
+
+
+def test_classes_on_bases_mypyc_cannot_compile_natively_become_non_native() -> None:
+    src = (
+        '"""doc"""\n\nfrom __future__ import annotations\n\nimport asyncio\n\n\n'
+        "class P(asyncio.Protocol):\n    pass\n\n\nclass E(ConnectionError):\n    pass\n\n\n"
+        "class N:\n    pass\n"
+    )
+    out = bc.transform(src)
+    assert "@_mypyc_attr(native_class=False)\nclass P(asyncio.Protocol):" in out
+    assert "@_mypyc_attr(native_class=False)\nclass E(ConnectionError):" in out
+    assert "@_mypyc_attr(native_class=False)\nclass N" not in out
+    assert (
+        "import asyncio.protocols\nfrom mypy_extensions import mypyc_attr as _mypyc_attr\n" in out
+    )
+    scope: dict[str, object] = {}
+    exec(compile(out, "t", "exec"), scope)  # still valid Python, the decorator a no-op at run time
+    assert issubclass(scope["E"], ConnectionError)  # type: ignore[arg-type]
 
 
 def test_value_classes_become_dataclasses_mypyc_compiles() -> None:
