@@ -55,12 +55,12 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --all-extras --quiet --python $(VENV_PYTHON)
 	@touch $@
 
-# Issue 28: the compiled hot path (mypyc over the core, the record batches, the byte reader and the
-# runtime's write path) in a copy of the package, build/compiled (scripts/build_compiled.py;
-# rebuilt when a source changes, ~2.5 min). `make run`, the bench and the tiers that run real
-# nodes (conformance, integration, nemesis-short, pipeline) use it unless BUILD=pure; the
-# pure-Python package stays the reference: unit, scenarios, slow and sim run it, and the
-# `compiled` tier checks the two give the same traces and pass the same unit tests.
+# Issue 28: the compiled hot path (mypyc over the core, the record batches, the byte reader, the
+# runtime's write path and the simulator) in a copy of the package, build/compiled
+# (scripts/build_compiled.py; rebuilt when a source changes, ~4.5 min). `make run`, the bench
+# and the tiers that run real nodes (conformance, integration, nemesis-short, pipeline) use it
+# unless BUILD=pure; the pure-Python package stays the reference: unit, scenarios, slow and sim
+# run it, and the `compiled` tier checks the two give the same traces and pass the same unit tests.
 BUILD ?= compiled
 COMPILED := $(CURDIR)/build/compiled
 ifeq ($(BUILD),compiled)

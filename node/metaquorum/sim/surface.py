@@ -15,7 +15,7 @@ the simulator calls it, so a seed still reproduces the run.
 from __future__ import annotations
 
 import random
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from metaquorum.core.events import Event
 from metaquorum.core.node import RaftNode
@@ -26,7 +26,16 @@ from metaquorum.sim.params import SimParams
 class Kind:
     """The kinds of queued events (`World.push`); ties in time break by insertion order."""
 
-    POLL, REQUEST, RESPONSE, FLUSH, FAULT, APPEND, CHECK, FAILED, SNAPSHOT, MEMBERSHIP = range(10)
+    POLL: Final = 0
+    REQUEST: Final = 1
+    RESPONSE: Final = 2
+    FLUSH: Final = 3
+    FAULT: Final = 4
+    APPEND: Final = 5
+    CHECK: Final = 6
+    FAILED: Final = 7
+    SNAPSHOT: Final = 8
+    MEMBERSHIP: Final = 9
 
 
 # Kinds that wait while their replica is paused (a paused process handles nothing).

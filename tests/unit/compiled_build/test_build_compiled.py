@@ -36,7 +36,9 @@ def test_compiles_the_core_records_and_reader_but_not_the_interpreted_leaves() -
         assert leaf not in mods
     assert "runtime/driver.py" in mods and "runtime/server.py" in mods and "net/wire.py" in mods
     assert "runtime/client_api.py" not in mods  # its tests drive it with a duck-typed driver
+    assert "sim/cluster.py" in mods and "sim/__main__.py" not in mods
     allowed = ("core/", "protocol/records/", "protocol/byte_reader", "runtime/", "net/", "storage/")
+    allowed += ("sim/",)
     assert all(m.startswith(allowed) for m in mods)
 
 
@@ -44,11 +46,13 @@ def test_classes_on_bases_mypyc_cannot_compile_natively_become_non_native() -> N
     src = (
         '"""doc"""\n\nfrom __future__ import annotations\n\nimport asyncio\n\n\n'
         "class P(asyncio.Protocol):\n    pass\n\n\nclass E(ConnectionError):\n    pass\n\n\n"
+        "class T(TypeError):\n    pass\n\n\n"
         "class N:\n    pass\n"
     )
     out = bc.transform(src)
     assert "@_mypyc_attr(native_class=False)\nclass P(asyncio.Protocol):" in out
     assert "@_mypyc_attr(native_class=False)\nclass E(ConnectionError):" in out
+    assert "@_mypyc_attr(native_class=False)\nclass T(TypeError):" in out
     assert "@_mypyc_attr(native_class=False)\nclass N" not in out
     assert (
         "import asyncio.protocols\nfrom mypy_extensions import mypyc_attr as _mypyc_attr\n" in out
