@@ -1,7 +1,7 @@
 """Build the compiled hot path (issue 28, docs/performance.md rounds 7-8): mypyc over the Raft
-core, the record-batch codec, the protocol's byte reader and the runtime modules a committed write
-runs through (driver, server, connections, frame codec, storage thread and log), in a COPY of the
-package.
+core, the record-batch codec, the protocol's byte reader, the runtime modules a committed write
+runs through (driver, server, connections, frame codec, storage thread and log) and the
+simulator, in a COPY of the package.
 
 Role: `make compiled` runs this. It copies `node/metaquorum` to `build/compiled/metaquorum`,
 compiles `COMPILED` there with mypyc (C extension modules next to their .py files) and leaves
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     mark = out / "STAMP"
     if a.force or not mark.is_file() or mark.read_text().strip() != want:
         print(
-            f"build_compiled: compiling {len(compiled_modules())} modules with mypyc (~2 min)",
+            f"build_compiled: compiling {len(compiled_modules())} modules with mypyc (~4.5 min)",
             file=sys.stderr,
         )
         build(out)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.pure_build import is_compiled_tree
+from tests.pure_build import is_compiled_tree, is_extension
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -19,7 +19,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import metaquorum.runtime.driver
 
     for mod in (metaquorum.core.node, metaquorum.runtime.driver):
-        if not str(mod.__file__).endswith(".so"):
+        if not is_extension(mod.__file__):
             raise pytest.UsageError(
                 f"PYTHONPATH names a compiled build but {mod.__name__} came from {mod.__file__}: "
                 "rebuild it (make compiled) or run with BUILD=pure"

@@ -18,6 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 
+def is_extension(path: str | None) -> bool:
+    """Whether a module's `__file__` is a C extension (the compiled build), not a .py file."""
+    return path is not None and path.endswith(".so")
+
+
 def is_compiled_tree(entry: str) -> bool:
     p = Path(entry)
     return (p / "STAMP").is_file() and (p / "metaquorum").is_dir()

@@ -26,6 +26,8 @@ from pathlib import Path
 from metaquorum.sim.api import run_scenario
 from metaquorum.sim.params import MIXES
 
+from tests.pure_build import is_extension
+
 RECORD = Path(__file__).with_name("trace_digests.txt")
 
 
@@ -91,7 +93,7 @@ def against_build(path: Path, seeds: int, workers: int) -> int:
         return 1
     lines = child.stdout.splitlines()
     core = lines[0].removeprefix("core ") if lines else ""
-    if not core.endswith(".so"):
+    if not is_extension(core):
         print(f"trace digests: the run on {path} loaded the core from {core!r}, not compiled")
         return 1
     theirs = dict(line.split(" ", 1) for line in lines[1:] if line)

@@ -25,6 +25,7 @@ from metaquorum.sim.params import MIXES
 from metaquorum.sim.snapshots import committed_snapshot
 from metaquorum.sim.surface import UnknownEffect
 
+from tests.pure_build import is_extension
 from tests.support.runtime_driver import static_quorum_driver
 
 EFFECT_TYPES: tuple[type, ...] = typing.get_args(fx.Effect)
@@ -103,7 +104,7 @@ def test_the_simulator_performs_every_effect_type(kind: type) -> None:
 
 def _compiled(cls: type) -> bool:
     """Whether `cls` comes from an extension module (the compiled build, issue 28)."""
-    return str(sys.modules[cls.__module__].__file__).endswith(".so")
+    return is_extension(sys.modules[cls.__module__].__file__)
 
 
 def test_the_simulator_refuses_an_unknown_effect() -> None:

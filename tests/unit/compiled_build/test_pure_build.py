@@ -37,3 +37,11 @@ def test_without_a_compiled_tree_nothing_changes(tmp_path: Path) -> None:
     assert pure_env({"A": "1"}) == {"A": "1"}
     assert pure_env({"PYTHONPATH": "/a"}) == {"PYTHONPATH": "/a"}
     assert pure_env({"PYTHONPATH": str(tree), "A": "1"}) == {"A": "1"}
+
+
+def test_an_extension_module_is_told_from_a_source_file() -> None:
+    from tests.pure_build import is_extension
+
+    assert is_extension("/b/metaquorum/core/node.cpython-311-x86_64-linux-gnu.so")
+    assert not is_extension("/s/metaquorum/core/node.py")
+    assert not is_extension(None)
