@@ -53,6 +53,7 @@ def sample(kind: type) -> object:
     )
     samples: dict[type, object] = {
         fx.SendRequest: fx.SendRequest(2, 7, ApiVersionsRequestData()),
+        fx.AbandonRequest: fx.AbandonRequest(2, 7),
         fx.SendResponse: fx.SendResponse(2, 8, ApiVersionsResponseData()),
         fx.PersistElectionState: fx.PersistElectionState(ElectionState(1, -1, None)),
         fx.AppendEntries: fx.AppendEntries(()),

@@ -33,6 +33,18 @@ class SendRequest:
 
 
 @value
+class AbandonRequest:
+    """The core gave up on request `correlation_id` to `destination` (its timeout, a state
+    change, a newer request there; core/request_manager.py): the driver closes the connection
+    it is still in flight on, so its response, which the core would ignore, never arrives on
+    the connection the next request uses (the leader's read lease counts a Fetch that follows
+    a response on one connection as proof the response was taken; core/read_lease.py)."""
+
+    destination: int
+    correlation_id: int
+
+
+@value
 class SendResponse:
     destination: int
     correlation_id: int
@@ -120,6 +132,7 @@ class AppendFailed:
 
 Effect = (
     SendRequest
+    | AbandonRequest
     | SendResponse
     | PersistElectionState
     | AppendEntries

@@ -321,14 +321,14 @@ def handle_fetch_request(ctx: RaftContext, event: RequestReceived) -> None:
     voter = is_voter_fetch(ctx, replica_id, p)
     leader = ctx.state
     if voter and isinstance(leader, LeaderState) and p.current_leader_epoch == ctx.state.epoch:
-        leader.data.progress.fetch_arrived(replica_id)
+        leader.data.progress.fetch_arrived(replica_id, event.source)
     response, entries, diverged, hw_moved = try_complete_fetch_request(ctx, replica_id, p, voter)
     part = response.responses[0].partitions[0]
     hw = ctx.high_watermark
     follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark
     hw_stale = hw is not None and follower_hw is not None and follower_hw < hw
     if part.error_code != 0 or entries or request.max_wait_ms == 0 or diverged or hw_stale:
-        _note_response_sent(ctx, replica_id, voter, response)
+        _note_response_sent(ctx, replica_id, voter, response, event.source)
         respond(response, entries)
     else:
         parked = ParkedFetch(
@@ -361,22 +361,23 @@ def complete_parked_fetch(ctx: RaftContext, parked: ParkedFetch[ParkedRequest]) 
         response, entries = build_fetch_response(ctx, Errors.NOT_LEADER_OR_FOLLOWER), ()
         if ctx.state.epoch > request.topics[0].partitions[0].current_leader_epoch:
             response = build_fetch_response(ctx, Errors.FENCED_LEADER_EPOCH)
-    _note_response_sent(ctx, parked.replica_id, voter, response)
+    _note_response_sent(ctx, parked.replica_id, voter, response, source)
     ctx.emit(SendResponse(source, correlation_id, response, entries))
     return hw_moved
 
 
 def _note_response_sent(
-    ctx: RaftContext, replica_id: int, voter: bool, response: FetchResponseData
+    ctx: RaftContext, replica_id: int, voter: bool, response: FetchResponseData, source: int
 ) -> None:
-    """A successful response to a voter (by key): the read lease's send time."""
+    """A successful response to a voter (by key) on inbound connection `source`: the read
+    lease's send time."""
     st = ctx.state
     if (
         voter
         and isinstance(st, LeaderState)
         and response.responses[0].partitions[0].error_code == 0
     ):
-        st.data.progress.response_sent(replica_id, ctx.now_ms)
+        st.data.progress.response_sent(replica_id, ctx.now_ms, source)
 
 
 def complete_purgatory(ctx: RaftContext) -> None:

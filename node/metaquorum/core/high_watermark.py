@@ -53,9 +53,11 @@ class ReplicaProgress:
     last_caught_up_ms: int = -1
     last_fetch_leader_end_offset: int = -1
     # Read lease (core/read_lease.py): when this leader last sent the replica a successful
-    # Fetch response, and the send time of the last response the replica has provably received
-    # (it fetched again after it: one fetch in flight per replica).
+    # Fetch response and on which inbound connection (the request's `source`), and the send
+    # time of the last response the replica has provably received (it fetched again after it
+    # on that same connection: one request in flight per connection).
     last_response_ms: int = -1
+    last_response_source: int = -1
     received_response_ms: int = -1
 
 
@@ -146,17 +148,22 @@ class LeaderProgress:
         state.last_fetch_leader_end_offset = leader_end_offset
         return observer is None and replica_id in self.voters and self._maybe_advance()
 
-    def fetch_arrived(self, replica_id: int) -> None:
-        """A new Fetch from a voter: it received our previous response (read lease)."""
+    def fetch_arrived(self, replica_id: int, source: int) -> None:
+        """A new Fetch from a voter on inbound connection `source`: it received our previous
+        response if that went out on the same connection (read lease). On another connection
+        it proves nothing: the replica may have given up on the old one before the response
+        arrived (a timeout, a state change), and its retry does not wait for it."""
         state = self.voters.get(replica_id)
-        if state is not None:
+        if state is not None and source == state.last_response_source:
             state.received_response_ms = max(state.received_response_ms, state.last_response_ms)
 
-    def response_sent(self, replica_id: int, now_ms: int) -> None:
-        """A successful Fetch response left for a voter (its fetch timer restarts on it)."""
+    def response_sent(self, replica_id: int, now_ms: int, source: int) -> None:
+        """A successful Fetch response left for a voter on inbound connection `source` (its
+        fetch timer restarts on it)."""
         state = self.voters.get(replica_id)
         if state is not None:
             state.last_response_ms = now_ms
+            state.last_response_source = source
 
     def active_observers(self, now_ms: int) -> dict[ReplicaKey, ReplicaProgress]:
         """Kafka's `observerStates(now)`: observers that fetched within the observer session

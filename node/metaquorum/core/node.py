@@ -36,6 +36,7 @@ from metaquorum.core import (
 from metaquorum.core.config import QuorumConfig
 from metaquorum.core.context import PollAgain
 from metaquorum.core.effects import (
+    AbandonRequest,
     AppendFailed,
     Effect,
     HighWatermarkAdvanced,
@@ -118,7 +119,9 @@ class RaftNode:
             self.control.load_snapshot(log.snapshot)
         self.control.on_append(log.entries())
         log.listeners.append(self.control)
-        self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms)
+        self.requests = RequestManager(
+            config.request_timeout_ms, config.retry_backoff_ms, self._abandoned
+        )
         self.effects: list[Effect] = []
         self.now_ms = now_ms
         self.shutdown_started_ms: int | None = None
@@ -251,6 +254,9 @@ class RaftNode:
 
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
+
+    def _abandoned(self, destination: int, correlation_id: int) -> None:
+        self.emit(AbandonRequest(destination, correlation_id))
 
     def send(
         self, destination: int, message: object, endpoint: ListenerEndpoint | None = None

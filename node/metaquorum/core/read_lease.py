@@ -18,12 +18,23 @@ enough: a parked fetch answered after a partition may never reach the follower, 
 then runs from an older response; the first integration run of this lease showed exactly
 that.) The fraction leaves room for clock-rate drift between hosts (the same assumption as
 etcd's lease-based reads; clocks are not compared, only durations).
-Assumption, and its one known hole: a follower sends its next Fetch only after the previous
-response arrived (one fetch in flight; true while its connection lives and
-`request.timeout.ms >= fetch.timeout.ms`, Kafka's defaults). If a connection drops after the
-leader wrote a response and the follower retries on a new one, the leader counts a response
-that was never read; the lease can then outlive the follower's timer by up to the long-poll
-wait. Closing it needs a read-index round trip, which Kafka's Fetch has no field for.
+What "received" means: a voter's Fetch proves the response before it only when both went over
+the same inbound connection (the request's `source`; high_watermark.fetch_arrived) and that
+connection carries one request at a time (Kafka's raft client: max.in.flight = 1; ours:
+runtime/peers.py), so the Fetch was sent after the response arrived. A Fetch on another
+connection proves nothing: the voter may have given up on the old one (a timeout, a state
+change) before the response came, and the core ignores a response it gave up on; our peers
+close the connection of every request the core abandons (core/request_manager.on_abandon), so
+an ignored response never precedes a later request on one connection. CI's nemesis found both
+gaps at once (2026-11-29, seed 303): a leader paused 3.2 s woke, answered a Fetch parked
+before the pause, then took that voter's next Fetch (sent behind it on the same connection
+after a state change, while the voter was already voting for a successor) as proof, and
+answered reads for 35 ms that missed the new leader's commits.
+Known hole left: a Kafka voter that gives up on a Fetch after a state change keeps its
+connection (KafkaRaftClient ignores the late response) and sends its next Fetch behind it, so
+a response it ignored is counted, while its new state (a Follower that has not fetched yet)
+may grant pre-votes. Closing that needs a read-index round trip, which Kafka's Fetch has no
+field for.
 Invariant: pure (times come in as arguments); a one-voter quorum always holds its lease.
 """
 

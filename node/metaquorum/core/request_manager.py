@@ -4,11 +4,18 @@ Role: remember, per destination, the one request in flight (correlation id, dead
 retry backoff after a failure, so the core neither floods a dead peer nor waits forever.
 Invariants: at most one request in flight per destination; a destination is ready iff nothing
 is in flight and its backoff has passed; a response only counts if its correlation id is the
-one in flight (late or duplicated responses are recognised and ignored).
+one in flight (late or duplicated responses are recognised and ignored). A request given up on
+while in flight (its timeout, a `reset` on a state change, a newer request to the same
+destination) is reported to `on_abandon` at once, so the driver closes the connection it went
+on: a response the core would ignore must never arrive on a connection the next request uses,
+or the leader would take that next Fetch as proof this replica accepted the ignored response
+(the read lease, core/read_lease.py; Kafka's raft client keeps one request in flight per
+connection, `KafkaRaftManager` max.in.flight = 1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -20,12 +27,24 @@ class _Connection:
 
 
 class RequestManager:
-    __slots__ = ("_conns", "request_timeout_ms", "retry_backoff_ms")
+    __slots__ = ("_conns", "on_abandon", "request_timeout_ms", "retry_backoff_ms")
 
-    def __init__(self, request_timeout_ms: int, retry_backoff_ms: int):
+    def __init__(
+        self,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+        on_abandon: Callable[[int, int], None] | None = None,
+    ):
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.on_abandon = on_abandon
         self._conns: dict[int, _Connection] = {}
+
+    def _abandon(self, destination: int, conn: _Connection) -> None:
+        cid = conn.inflight_correlation_id
+        conn.inflight_correlation_id = None
+        if cid is not None and self.on_abandon is not None:
+            self.on_abandon(destination, cid)
 
     def _conn(self, destination: int) -> _Connection:
         conn = self._conns.get(destination)
@@ -40,7 +59,7 @@ class RequestManager:
         if conn.inflight_correlation_id is not None:
             if now_ms >= conn.request_deadline_ms:
                 # Timed out: give up on it and back off (Kafka resets, then backs off).
-                conn.inflight_correlation_id = None
+                self._abandon(destination, conn)
                 conn.backoff_until_ms = now_ms + self.retry_backoff_ms
             return False
         return now_ms >= conn.backoff_until_ms
@@ -51,7 +70,7 @@ class RequestManager:
         if conn is None or conn.inflight_correlation_id is None:
             return False
         if now_ms >= conn.request_deadline_ms:
-            conn.inflight_correlation_id = None
+            self._abandon(destination, conn)
             conn.backoff_until_ms = now_ms + self.retry_backoff_ms
             return False
         return True
@@ -63,6 +82,8 @@ class RequestManager:
 
     def on_request_sent(self, destination: int, correlation_id: int, now_ms: int) -> None:
         conn = self._conn(destination)
+        if conn.inflight_correlation_id is not None:
+            self._abandon(destination, conn)
         conn.inflight_correlation_id = correlation_id
         conn.request_deadline_ms = now_ms + self.request_timeout_ms
 
@@ -87,7 +108,9 @@ class RequestManager:
         return conn.backoff_until_ms
 
     def reset(self, destination: int | None = None) -> None:
-        if destination is None:
-            self._conns.clear()
-        else:
-            self._conns.pop(destination, None)
+        """Forget every destination (or one): requests in flight are abandoned."""
+        targets = list(self._conns) if destination is None else [destination]
+        for d in targets:
+            conn = self._conns.pop(d, None)
+            if conn is not None:
+                self._abandon(d, conn)

@@ -286,6 +286,20 @@ class KafkaConnection:
         for cid in list(self._pending):
             self._complete(cid, None, error)
 
+    @property
+    def in_flight(self) -> int:
+        """Requests sent on the current connection and not yet answered or failed."""
+        return len(self._pending)
+
+    def reset(self, error: ConnectionError) -> None:
+        """Drop the current connection now: its requests fail with `error` and the next
+        `connect` opens a new one (no backoff: nothing failed to connect)."""
+        protocol = self._protocol
+        if protocol is not None and self._transport is not None:
+            self._drop(protocol, error)
+        else:
+            self._fail_all(error)
+
     async def close(self) -> None:
         transport = self._transport
         self._transport = None

@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any, assert_never
 
 from metaquorum.core.effects import (
+    AbandonRequest,
     AppendCommitted,
     AppendEntries,
     AppendFailed,
@@ -216,13 +217,18 @@ class Driver:
         self.post(RequestFailed(destination, cid))
 
     def submit_request_with_callback(
-        self, message: Any, callback: Callable[[Any, tuple[LogEntry, ...]], None]
+        self,
+        message: Any,
+        callback: Callable[[Any, tuple[LogEntry, ...]], None],
+        source: int = -1,
     ) -> None:
         """Hand an inbound Raft request to the core; `callback(response, entries)` runs from
-        the core's `SendResponse` (the hot path: no task or future per request)."""
+        the core's `SendResponse` (the hot path: no task or future per request). `source`:
+        the inbound connection it came on (the read lease ties a Fetch to the response before
+        it on the same connection)."""
         self._next_inbound += 1
         self._inbound[self._next_inbound] = callback
-        self.post(RequestReceived(-1, self._next_inbound, message))
+        self.post(RequestReceived(source, self._next_inbound, message))
 
     async def append(self, values: tuple[bytes, ...]) -> int:
         """Append as one unit on the leader; the last offset once committed."""
@@ -340,6 +346,8 @@ class Driver:
                 target = eff.endpoint
                 endpoint = None if target is None else Endpoint(target.host, target.port)
                 self.peers.send(eff.destination, eff.correlation_id, eff.message, endpoint)
+            elif isinstance(eff, AbandonRequest):
+                self.peers.abandon(eff.destination, eff.correlation_id)
             elif isinstance(eff, SendResponse):
                 answer = self._inbound.pop(eff.correlation_id, None)
                 if answer is not None:

@@ -138,12 +138,14 @@ class NodeRuntime:
                     request.message, request.api_version, request.correlation_id
                 )
             if key in CORE_APIS and not (key == ApiKeys.FETCH and _is_consumer(request.message)):
-                return self._core_request(request)
+                return self._core_request(request, conn_id)
         return self.handle(request, conn_id)
 
-    def _core_request(self, request: InboundRequest) -> asyncio.Future[bytes]:
+    def _core_request(self, request: InboundRequest, conn_id: int) -> asyncio.Future[bytes]:
         """A Raft request answered from the core's `SendResponse`; a task only when a Fetch's
-        records are no longer in the leader's recent batches and must be read from storage."""
+        records are no longer in the leader's recent batches and must be read from storage.
+        `conn_id` (unique in this process) is the request's source for the core: the read
+        lease counts a voter's Fetch only after a response on the same connection."""
         key, version, cid = request.api_key, request.api_version, request.correlation_id
         out: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
 
@@ -170,7 +172,7 @@ class NodeRuntime:
             except Exception as e:  # never into the driver's loop: this request fails alone
                 out.set_exception(e)
 
-        self.driver.submit_request_with_callback(request.message, answered)
+        self.driver.submit_request_with_callback(request.message, answered, conn_id)
         return out
 
     async def handle(self, request: InboundRequest | UnsupportedApiVersions, conn_id: int) -> bytes:

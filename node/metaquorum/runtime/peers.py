@@ -9,7 +9,13 @@ the highest version both sides speak (ours: Kafka 4.3.1's), and reports the deco
 Invariants: the core's correlation id travels with the request inside this process only (the
 wire carries the connection's own id); a request that fails to connect, loses its connection,
 or gets no answer within `controller.quorum.request.timeout.ms` is reported as failed exactly
-once; a response is reported at most once. With the controller listener on SSL every peer
+once; a response is reported at most once. At most one core request is in flight on a
+connection (Kafka's raft client: `KafkaRaftManager` max.in.flight = 1): a request the core
+abandoned (`abandon`: its timeout, a state change) closes the connection it is in flight on,
+and so does a new request to a replica whose previous one is still in flight, so requests and
+responses alternate on every connection and a response the core ignores never precedes a
+later request on the same one (the leader's read lease relies on that; core/read_lease.py).
+With the controller listener on SSL every peer
 connection is TLS with this node's certificate (Kafka's raft client uses the controller
 listener's ssl.* settings), and a refused handshake is logged once per peer and reason.
 """
@@ -34,6 +40,11 @@ from metaquorum.protocol.messages import (
 from metaquorum.runtime.config import NodeConfig
 
 log = logging.getLogger("metaquorum.peers")
+
+
+class RequestAbandoned(ConnectionError):
+    """A request the core gave up on before it was sent (or replaced by a newer one)."""
+
 
 OnResponse = Callable[[int, int, Any, bytes | None, int], None]
 OnFailure = Callable[[int, int], None]
@@ -61,6 +72,9 @@ class PeerPool:
         self.in_flight = 0
         self.tls = TlsContexts.shared(config.tls).client if config.tls is not None else None
         self._tls_reported: dict[int, str] = {}
+        # The core's correlation id of the request in flight (or connecting) per replica.
+        self._current: dict[int, int] = {}
+        self.abandoned = 0
         self.set_endpoints(endpoints)
 
     def set_endpoints(self, endpoints: Mapping[int, Endpoint]) -> None:
@@ -105,6 +119,9 @@ class PeerPool:
             log.warning("no endpoint for replica %s; dropping %s", destination, type(message))
             self.on_failure(destination, cid)
             return
+        if destination in self._current:
+            self._reset(conn, destination, "a newer request replaced the one in flight")
+        self._current[destination] = cid
         if conn.connected:  # the hot path: a callback, no task
             self._send(conn, destination, cid, message)
             return
@@ -112,13 +129,31 @@ class PeerPool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def abandon(self, destination: int, cid: int) -> None:
+        """The core gave up on request `cid` to `destination`: close the connection it is in
+        flight on (it fails, and is reported, as on a lost connection; the core ignores it)."""
+        conn = self.connections.get(destination)
+        if conn is not None and self._current.get(destination) == cid:
+            self._reset(conn, destination, "the request was abandoned")
+
+    def _reset(self, conn: KafkaConnection, destination: int, why: str) -> None:
+        self.abandoned += 1
+        self._current.pop(destination, None)
+        if conn.in_flight:
+            conn.reset(RequestAbandoned(f"connection to replica {destination} closed: {why}"))
+
     async def _connect_and_send(
         self, conn: KafkaConnection, destination: int, cid: int, message: Any
     ) -> None:
         try:
             await conn.connect()
         except (ConnectionError, OSError) as e:
+            if self._current.get(destination) == cid:
+                del self._current[destination]
             self._failed(destination, cid, e)
+            return
+        if self._current.get(destination) != cid:  # abandoned or replaced while connecting
+            self._failed(destination, cid, RequestAbandoned(f"request to {destination} abandoned"))
             return
         self._send(conn, destination, cid, message)
 
@@ -135,6 +170,8 @@ class PeerPool:
 
         def done(response: Any, error: BaseException | None) -> None:
             self.in_flight -= 1
+            if self._current.get(destination) == cid:
+                del self._current[destination]
             if error is not None:
                 self._failed(destination, cid, error)
                 return
@@ -150,7 +187,9 @@ class PeerPool:
 
     def _failed(self, destination: int, cid: int, error: BaseException) -> None:
         self.failed += 1
-        if isinstance(error, ConnectionError | OSError) and not isinstance(error, TimeoutError):
+        if isinstance(error, ConnectionError | OSError) and not isinstance(
+            error, TimeoutError | RequestAbandoned
+        ):
             self.unreachable.add(destination)
         if isinstance(error, TlsError) and self._tls_reported.get(destination) != str(error):
             self._tls_reported[destination] = str(error)

@@ -386,6 +386,9 @@ class Simulation:
 # `UnknownEffect` on any other (tests/unit/test_effects_handled.py checks both drivers).
 EFFECT_HANDLERS: dict[type, Callable[[Simulation, int, RaftNode, Any], None]] = {
     fx.SendRequest: Simulation._send_request,
+    # The simulated network has no connections to close (its links reorder and duplicate
+    # anyway); the runtime closes the one an abandoned request is in flight on.
+    fx.AbandonRequest: lambda sim, nid, node, eff: None,
     fx.SendResponse: Simulation._send_response,
     fx.PersistElectionState: Simulation._persist_election,
     fx.AppendEntries: Simulation._append_entries,

@@ -95,6 +95,31 @@ def test_request_manager_backoff_timeout_and_stale_responses():
     assert not rm.on_response(2, 8, True, 230)  # late response after the timeout
 
 
+def test_request_manager_reports_every_request_it_gives_up_on():
+    """Abandoned in flight (timeout, reset, a newer request there): reported once each, so the
+    driver closes its connection; answered or failed requests are not abandoned."""
+    gone: list[tuple[int, int]] = []
+    rm = RequestManager(100, 20, on_abandon=lambda d, c: gone.append((d, c)))
+    rm.on_request_sent(2, 7, 0)
+    assert rm.on_response(2, 7, True, 10)
+    rm.on_request_sent(3, 8, 10)
+    assert rm.on_response(3, 8, False, 20)
+    assert gone == []
+    rm.on_request_sent(2, 9, 20)
+    assert not rm.is_ready(2, 120)  # timed out
+    assert gone == [(2, 9)]
+    assert not rm.is_ready(2, 130) and not rm.has_inflight(2, 130)
+    assert gone == [(2, 9)]  # once
+    rm.on_request_sent(3, 10, 200)
+    rm.on_request_sent(3, 11, 201)  # replaces 10 in flight
+    rm.on_request_sent(2, 12, 202)
+    rm.reset(3)
+    assert gone == [(2, 9), (3, 10), (3, 11)]
+    rm.reset()
+    rm.reset()
+    assert gone == [(2, 9), (3, 10), (3, 11), (2, 12)]
+
+
 def test_fetch_purgatory_completion_rules():
     p: FetchPurgatory[str] = FetchPurgatory()
     p.park(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from metaquorum.core.effects import AbandonRequest, SendResponse
 from metaquorum.core.high_watermark import ReplicaProgress
 from metaquorum.core.read_lease import LEASE_FRACTION, holds_read_lease, read_lease_end_ms
 
@@ -65,3 +66,63 @@ def test_a_parked_fetch_answered_later_does_not_extend_the_lease() -> None:
     ctx.advance(500)  # the purgatory answers it now: a response that may never arrive
     lease = int(ctx.node.config.fetch_timeout_ms * LEASE_FRACTION)
     assert not ctx.node.holds_read_lease(first + lease)
+
+
+def test_a_fetch_on_a_new_connection_proves_nothing() -> None:
+    """CI's nemesis (2026-11-29, seed 303): a leader paused 3.2 s, on waking, answered a fetch
+    parked before the pause, then took a voter's other Fetch, sent long before while that
+    voter was already voting for a successor, as proof the answer had arrived: it held its
+    lease and served reads 30 ms long that missed offsets the new leader had committed. The
+    source of a request is its inbound connection: a Fetch proves only the response before it
+    on the same connection (one request in flight per connection, core/request_manager.py)."""
+    ctx = RaftTestContext(1, [1, 2, 3], epochs=[1, 1])
+    ctx.become_leader()
+    e = ctx.node.epoch
+    old, new = 20, 21  # the voter's connection before and after its retry
+    ctx.request(old, fetch_request(2, e, 2, 1, max_wait=0))
+    ctx.advance(10)
+    ctx.request(old, fetch_request(2, e, 3, e, max_wait=500))  # answered: the HW moved
+    ctx.advance(10)
+    ctx.request(old, fetch_request(2, e, 3, e, hw=3, max_wait=500))
+    assert not any(isinstance(x, SendResponse) for x in ctx.effects)  # parked
+    # Paused for 3 s. On waking, what the kernel buffered comes in: voter 3's Fetch (check-
+    # quorum counts it; the leader stays) and, in the same step, the purgatory answers the
+    # parked fetch: a response at `woke`, on the old connection, that nobody will read.
+    ctx.now += 3_000
+    woke = ctx.now
+    ctx.request(30, fetch_request(3, e, 3, e, hw=3, max_wait=500))
+    assert ctx.node.state.role.value == "Leader"
+    ctx.request(new, fetch_request(2, e, 3, e, hw=3, max_wait=500))  # the retry, sent long ago
+    assert not ctx.node.holds_read_lease(woke)
+    assert not ctx.node.holds_read_lease(ctx.now)
+
+
+def test_the_next_fetch_on_the_same_connection_proves_the_response() -> None:
+    ctx = RaftTestContext(1, [1, 2, 3], epochs=[1, 1])
+    ctx.become_leader()
+    e = ctx.node.epoch
+    ctx.request(20, fetch_request(2, e, 2, 1, max_wait=0))
+    ctx.advance(50)
+    ctx.request(21, fetch_request(2, e, 3, e, max_wait=0))  # a new connection: answered
+    sent = ctx.now
+    ctx.advance(50)
+    assert not ctx.node.holds_read_lease(ctx.now)
+    ctx.request(21, fetch_request(2, e, 3, e, max_wait=0))  # the same one: it got `sent`
+    lease = int(ctx.node.config.fetch_timeout_ms * LEASE_FRACTION)
+    assert ctx.node.holds_read_lease(sent + lease - 1)
+    assert not ctx.node.holds_read_lease(sent + lease)
+
+
+def test_a_state_change_abandons_the_requests_in_flight() -> None:
+    """Winning with one pre-vote and one vote leaves the third voter's requests in flight: the
+    core reports each as abandoned (the runtime closes its connection)."""
+    ctx = RaftTestContext(1, [1, 2, 3], epochs=[1, 1])
+    abandoned: list[AbandonRequest] = []
+    ctx.watchers.append(
+        lambda c: abandoned.extend(e for e in c.effects if isinstance(e, AbandonRequest))
+    )
+    ctx.become_leader()
+    to_3 = [e.correlation_id for e in ctx._history if e.destination == 3]
+    assert len(to_3) >= 3  # pre-vote, vote, BeginQuorumEpoch
+    # every one in flight at a state change; not the BeginQuorumEpoch still in flight
+    assert [(a.destination, a.correlation_id) for a in abandoned] == [(3, c) for c in to_3[:-1]]
