@@ -44,6 +44,20 @@ from tests.nemesis.tools import tools
 RUNS = Path(os.environ.get("METAQUORUM_NEMESIS_DIR", Path(os.environ.get("TMPDIR", "/tmp"))))
 
 
+def cli_kinds(
+    given: str | None, dynamic: bool, mix: bool = False, with_wipe: bool = False
+) -> tuple[str, ...]:
+    """The fault kinds a CLI run uses: `--kinds` as given (exactly), else KINDS, to which a
+    dynamic run (or a --mix campaign's dynamic seed) adds DYNAMIC_KINDS; --with-wipe adds
+    WIPE_KINDS to a dynamic run."""
+    kinds = KINDS if given is None else tuple(k for k in given.split(",") if k)
+    if dynamic and (given is None or mix):  # a campaign's dynamic seeds add them
+        kinds += tuple(k for k in DYNAMIC_KINDS if k not in kinds)
+    if dynamic and with_wipe:
+        kinds += WIPE_KINDS
+    return kinds
+
+
 def rerun_command(
     seed: int,
     duration_s: float,
@@ -60,7 +74,7 @@ def rerun_command(
         cmd += " --compose"
     if scenario:
         cmd += f" --scenario {scenario}"
-    elif kinds != KINDS:
+    elif kinds != cli_kinds(None, dynamic):
         cmd += f" --kinds {','.join(kinds)}"
     if broken:
         cmd += f" --broken {broken}"
@@ -234,8 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=30.0)
     p.add_argument(
         "--kinds",
-        default=",".join(KINDS),
-        help=f"of {','.join(KINDS + EXTRA_KINDS + DYNAMIC_KINDS + WIPE_KINDS)}",
+        default=None,
+        help=f"exactly these, of {','.join(KINDS + EXTRA_KINDS + DYNAMIC_KINDS + WIPE_KINDS)} "
+        f"(default {','.join(KINDS)}; --dynamic adds {','.join(DYNAMIC_KINDS)})",
     )
     p.add_argument("--broken", choices=["ack-before-majority", "stale-read"], default=None)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=None)
@@ -249,16 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mix", action="store_true", help="odd seeds --dynamic, even seeds static")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
-    given = tuple(k for k in a.kinds.split(",") if k)
     results = []
     for k in range(a.runs):
         seed = a.seed + k
         dynamic = a.dynamic or (a.mix and seed % 2 == 1)
-        kinds = given
-        if dynamic and (given == KINDS or a.mix):  # a campaign's dynamic seeds add them
-            kinds += tuple(k for k in DYNAMIC_KINDS if k not in given)
-        if dynamic and a.with_wipe:
-            kinds += WIPE_KINDS
+        kinds = cli_kinds(a.kinds, dynamic, a.mix, a.with_wipe)
         r = run(
             *(seed, a.duration, kinds),
             **dict(broken=a.broken, base=a.out, scenario=a.scenario, compose=a.compose),
