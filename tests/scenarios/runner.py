@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from metaquorum.core.effects import (
+    AbandonRequest,
     AppendCommitted,
     AppendEntries,
     AppendFailed,
@@ -201,6 +202,8 @@ def render_effect(e: Effect) -> str:
     if isinstance(e, SendRequest):
         at = f" at={e.endpoint.host}:{e.endpoint.port}" if e.endpoint is not None else ""
         return f"send to={e.destination}{at}: {render_message(e.message)}"
+    if isinstance(e, AbandonRequest):
+        return f"abandon to={e.destination}"
     if isinstance(e, SendResponse):
         recs = ""
         if e.entries:
