@@ -28,7 +28,6 @@ METAQUORUM_VERSION_OVERRIDE) and node:e2e-broken (exits at start: process.roles=
 
 from __future__ import annotations
 
-import itertools
 import re
 import threading
 import time
@@ -50,6 +49,7 @@ from quorums import (  # noqa: F401 - the quorum and watched fixtures
     watched,
     whole,
 )
+from upgrade_rows import one_pod_at_a_time, upgraded_counts
 
 pytestmark = pytest.mark.e2e
 
@@ -137,31 +137,6 @@ def handed_over_after_sigterm(said: str, leader: int, epoch: int) -> bool:
         if (m := re.search(r"leader is (\d+) in epoch (\d+)", x))
     ]
     return any(n != leader and e > epoch for n, e in followed)
-
-
-def upgraded_counts(rows: list[tuple[tuple[str, str], ...]], version: str) -> list[int]:
-    """Per status.versions row, how many pods report `version`. A pod's "?" (the operator had no
-    leader to ask while one was elected, or its node did not answer in time) counts as the
-    version it last reported: unknown is not a step back."""
-    last: dict[str, str] = {}
-    out = []
-    for row in rows:
-        for pod, v in row:
-            if v != "?":
-                last[pod] = v
-        out.append(sum(1 for pod, _ in row if last.get(pod) == version))
-    return out
-
-
-def one_pod_at_a_time(rows: list[tuple[tuple[str, str], ...]], counts: list[int]) -> bool:
-    """status.versions moved one pod at a time: the count never falls, and it rises by more than
-    one only past a row that left that many pods unknown ("?" or no row: a pod being replaced,
-    or one whose node did not answer the operator in time), never between rows that knew all 3."""
-    for row, (a, b) in zip(rows, itertools.pairwise(counts), strict=False):
-        unknown = 3 - sum(1 for _, v in row if v != "?")
-        if b < a or b - a > 1 + unknown:
-            return False
-    return True
 
 
 def set_image(cluster: Cluster, ns: str, image: str) -> None:
@@ -382,44 +357,3 @@ def voter_without_a_pod_is_named_not_removed(cluster: Cluster, ns: str) -> None:
         cluster.kubectl("uncordon", node)
     wait_for(lambda: settled(cluster, ns, [0, 1, 2]), 180, "the pod back, 3 voters Running")
     assert not mq(cluster, ns)["status"].get("membershipProblems")
-
-
-def test_upgraded_counts_takes_unknown_as_the_last_version_reported() -> None:
-    """The rows status.versions went through in a CI run (a pod's "?" while it started, and
-    both followers' "?" while the rolled leader's successor was elected), then the last."""
-    o, n = "0.1.0", "0.2.0"
-    rows = [
-        (("quorum-0", o), ("quorum-1", o), ("quorum-2", o)),
-        (("quorum-0", o), ("quorum-1", o)),
-        (("quorum-0", o), ("quorum-1", o), ("quorum-2", "?")),
-        (("quorum-0", o), ("quorum-2", n)),
-        (("quorum-0", o), ("quorum-1", "?"), ("quorum-2", n)),
-        (("quorum-1", n), ("quorum-2", n)),
-        (("quorum-1", "?"), ("quorum-2", "?")),
-        (("quorum-0", n), ("quorum-1", n), ("quorum-2", n)),
-    ]
-    assert upgraded_counts(rows, n) == [0, 0, 0, 1, 1, 2, 2, 3]
-
-
-def test_one_pod_at_a_time_allows_a_jump_only_past_unknown_versions() -> None:
-    """The rows of a CI run (2026-11-29) where the restarted quorum-1 stayed "?" until the leader
-    quorum-0 was rolled too: 0, 1, then 3 known on 0.2.0, allowed; the same jump between rows
-    that knew every pod, or a count that falls, is not."""
-    o, n = "0.1.0", "0.2.0"
-    rows = [
-        (("quorum-0", o), ("quorum-1", o), ("quorum-2", o)),
-        (("quorum-0", o), ("quorum-1", o)),
-        (("quorum-0", o), ("quorum-1", o), ("quorum-2", "?")),
-        (("quorum-0", o), ("quorum-1", o), ("quorum-2", n)),
-        (("quorum-0", o), ("quorum-2", n)),
-        (("quorum-0", o), ("quorum-1", "?"), ("quorum-2", n)),
-        (("quorum-1", "?"), ("quorum-2", n)),
-        (("quorum-0", n), ("quorum-1", n), ("quorum-2", n)),
-    ]
-    counts = upgraded_counts(rows, n)
-    assert counts == [0, 0, 0, 1, 1, 1, 1, 3]
-    assert one_pod_at_a_time(rows, counts)
-    known = [rows[0], (("quorum-0", o), ("quorum-1", o), ("quorum-2", n)), rows[-1]]
-    assert not one_pod_at_a_time(known, upgraded_counts(known, n))  # 1 -> 3, all known
-    back = [rows[-1], rows[0]]
-    assert not one_pod_at_a_time(back, upgraded_counts(back, n))  # 3 -> 0
