@@ -11,8 +11,8 @@ Role:
   largest, not the majority's), so a Produce is acknowledged once on the leader's disk only,
   before any follower has it: an isolated leader keeps acknowledging appends that the next
   leader never saw, and they are lost;
-  `stale-read`: the leader serves consumer Fetches without its read lease, so a leader cut off
-  from the quorum (deposed, not yet aware) answers reads with a stale high watermark.
+  `stale-read`: the leader serves consumer Fetches without its read lease or read index, so a
+  leader cut off from the quorum (deposed, not yet aware) answers reads with a stale HW.
 Invariant: with neither variable set this is exactly `python -m metaquorum.cli.server_cmd`.
 """
 
@@ -65,6 +65,10 @@ def _lease_always_held(self: RaftNode, now_ms: int) -> bool:
     return isinstance(self.state, LeaderState)
 
 
+def _reads_always_confirmed(self: RaftNode, epoch: int, seq: int) -> bool:
+    return isinstance(self.state, LeaderState)
+
+
 def patch(broken: str | None, clock_file: str | None) -> None:
     if clock_file:
         offset = _Offset(Path(clock_file))
@@ -75,6 +79,7 @@ def patch(broken: str | None, clock_file: str | None) -> None:
         hwm.compute_high_watermark = _own_offset_is_committed  # type: ignore[assignment]
     elif broken == "stale-read":
         RaftNode.holds_read_lease = _lease_always_held  # type: ignore[method-assign]
+        RaftNode.reads_confirmed_after = _reads_always_confirmed  # type: ignore[method-assign]
     elif broken:
         raise SystemExit(f"MQ_NEMESIS_BROKEN={broken!r}: ack-before-majority or stale-read")
 

@@ -71,6 +71,12 @@ class CreateSnapshot:
 
 
 @value
+class ConfirmReads:
+    """A consumer read waits on this leader: answer the voters' parked fetches now, so their
+    next Fetch confirms it still leads (the read index, core/read_index.py)."""
+
+
+@value
 class Resign:
     """A leader resigns now and tells the voters (EndQuorumEpoch); Kafka's `resign(epoch)`."""
 
@@ -102,6 +108,7 @@ Event = (
     | ClientAppend
     | CreateSnapshot
     | Resign
+    | ConfirmReads
     | Shutdown
     | UpgradeKRaftVersion
 )

@@ -59,12 +59,23 @@ class ReplicaProgress:
     last_response_ms: int = -1
     last_response_source: int = -1
     received_response_ms: int = -1
+    # The read index (core/read_index.py): the same two as sequence numbers of this term's
+    # successful voter responses (LeaderProgress.responses_sent), exact where clocks tie.
+    last_response_seq: int = 0
+    received_response_seq: int = 0
 
 
 class LeaderProgress:
     """Mutable progress of one leader's term; replaced wholesale on every new term."""
 
-    __slots__ = ("epoch_start_offset", "high_watermark", "local_id", "observers", "voters")
+    __slots__ = (
+        "epoch_start_offset",
+        "high_watermark",
+        "local_id",
+        "observers",
+        "responses_sent",
+        "voters",
+    )
 
     def __init__(self, local_id: int, voters: Iterable[int | ReplicaKey], epoch_start_offset: int):
         self.local_id = local_id
@@ -75,6 +86,7 @@ class LeaderProgress:
         }
         self.observers: dict[ReplicaKey, ReplicaProgress] = {}
         self.high_watermark: int | None = None
+        self.responses_sent = 0  # successful Fetch responses to voters in this term
 
     def _replica(self, replica_id: int, key: ReplicaKey | None = None) -> ReplicaProgress:
         """A voter's progress by id, or (`key` given: not a voter) an observer's by key."""
@@ -156,14 +168,17 @@ class LeaderProgress:
         state = self.voters.get(replica_id)
         if state is not None and source == state.last_response_source:
             state.received_response_ms = max(state.received_response_ms, state.last_response_ms)
+            state.received_response_seq = max(state.received_response_seq, state.last_response_seq)
 
     def response_sent(self, replica_id: int, now_ms: int, source: int) -> None:
         """A successful Fetch response left for a voter on inbound connection `source` (its
         fetch timer restarts on it)."""
         state = self.voters.get(replica_id)
         if state is not None:
+            self.responses_sent += 1
             state.last_response_ms = now_ms
             state.last_response_source = source
+            state.last_response_seq = self.responses_sent
 
     def active_observers(self, now_ms: int) -> dict[ReplicaKey, ReplicaProgress]:
         """Kafka's `observerStates(now)`: observers that fetched within the observer session

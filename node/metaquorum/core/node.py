@@ -31,6 +31,7 @@ from metaquorum.core import (
     fetch,
     kraft_upgrade,
     next_state,
+    read_index,
     voter_change,
 )
 from metaquorum.core.config import QuorumConfig
@@ -48,6 +49,7 @@ from metaquorum.core.effects import (
 )
 from metaquorum.core.events import (
     ClientAppend,
+    ConfirmReads,
     CreateSnapshot,
     Event,
     Flushed,
@@ -172,6 +174,13 @@ class RaftNode:
             return False
         voters = st.data.progress.voters
         return holds_read_lease(self.local.id, voters, self.config.fetch_timeout_ms, now_ms)
+
+    def reads_confirmed_after(self, epoch: int, seq: int) -> bool:
+        """Did a majority confirm this leader in `epoch` after response `seq` (read_index)?"""
+        st = self.state
+        if not isinstance(st, LeaderState) or st.epoch != epoch:
+            return False
+        return read_index.reads_confirmed_after(self.local.id, st.data.progress.voters, seq)
 
     @property
     def high_watermark(self) -> int | None:
@@ -401,6 +410,7 @@ _EVENT_HANDLERS: dict[type, Callable[[RaftNode, Any], None]] = {
     CreateSnapshot: append_path.create_snapshot,
     Resign: RaftNode._on_resign,
     UpgradeKRaftVersion: kraft_upgrade.handle_upgrade,
+    ConfirmReads: read_index.handle_confirm_reads,
     Shutdown: RaftNode._on_shutdown,
     Poll: lambda node, e: None,
 }

@@ -11,17 +11,24 @@ Role:
   only whole batches below the high watermark (committed data only); an empty read long-polls
   until the HW moves or MaxWaitMs passes. A non-leader, or a leader without its read lease (no
   majority fetched within 0.75 x fetch.timeout.ms: it may have been deposed), answers
-  NOT_LEADER_OR_FOLLOWER with the current leader and epoch.
-Invariants: nothing above the HW is ever returned to a consumer; a Produce is answered with
-success only after `AppendCommitted` (the records are on a majority's disks).
+  NOT_LEADER_OR_FOLLOWER with the current leader and epoch at once. Every other answer waits
+  for the read index (core/read_index.py): a majority confirms this leader after the read
+  arrived (about one follower fetch round trip; the voters' parked fetches are answered at once
+  to start it), and it carries the HW as of the read's arrival; unconfirmed within
+  fetch.timeout.ms it is NOT_LEADER_OR_FOLLOWER.
+Invariants: nothing above the HW is ever returned to a consumer; no consumer answer carries a
+HW that a majority did not confirm after the read arrived; a Produce is answered with success
+only after `AppendCommitted` (the records are on a majority's disks).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Awaitable
 
+from metaquorum.core.events import ConfirmReads
 from metaquorum.core.states import LeaderState
 from metaquorum.net.wire import encode_response
 from metaquorum.protocol.errors import Errors
@@ -46,6 +53,7 @@ from metaquorum.runtime.produce import (
 )
 
 MAX_READ_BYTES = 1024 * 1024
+CONFIRM_POLL_S = 0.0005  # how often a read checks the read index while voters fetch again
 
 
 class ClientApi:
@@ -183,23 +191,42 @@ class ClientApi:
         deadline = asyncio.get_running_loop().time() + max(0, request.max_wait_ms) / 1000
         while True:
             # The read lease (core/read_lease.py): a leader that cannot be sure no successor
-            # exists answers as a non-leader, so a client never reads a stale HW.
-            if not node.holds_read_lease(self.driver.clock.now_ms()):
+            # exists answers as a non-leader at once.
+            progress = node.progress
+            if progress is None or not node.holds_read_lease(self.driver.clock.now_ms()):
                 return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
+            # The read index (core/read_index.py): what is answered is as of now, confirmed.
+            epoch, seq = node.epoch, progress.responses_sent
             hw = node.high_watermark or 0
             if not node.log.start_offset <= part.fetch_offset <= node.log.end_offset:
                 return self._response(Errors.OFFSET_OUT_OF_RANGE, b"")
-            if part.fetch_offset < hw:
-                records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
-                if records:
-                    return self._response(Errors.NONE, records)
             remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return self._response(Errors.NONE, b"")
-            try:
+            if part.fetch_offset < hw or remaining <= 0:
+                records = b""
+                if part.fetch_offset < hw:
+                    records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
+                if records or remaining <= 0:
+                    if not await self._confirmed(epoch, seq):
+                        return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
+                    return self._response(Errors.NONE, records, hw)
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._hw_event.wait(), remaining)
-            except TimeoutError:
-                return self._response(Errors.NONE, b"")
+
+    async def _confirmed(self, epoch: int, seq: int) -> bool:
+        """Wait until a majority confirmed this leader in `epoch` after response `seq`."""
+        node = self.driver.node
+        if node.reads_confirmed_after(epoch, seq):
+            return True
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + node.config.fetch_timeout_ms / 1000
+        self.driver.post(ConfirmReads())
+        while loop.time() < give_up:
+            await asyncio.sleep(CONFIRM_POLL_S)
+            if node.reads_confirmed_after(epoch, seq):
+                return True
+            if node.epoch != epoch or node.progress is None:
+                return False
+        return False
 
     async def _read_committed(self, offset: int, hw: int, max_bytes: int) -> bytes:
         log = self.driver.io.storage.log
@@ -216,9 +243,10 @@ class ClientApi:
 
         return await self.driver.io.call(read)
 
-    def _response(self, error: Errors, records: bytes) -> FetchResponseData:
+    def _response(self, error: Errors, records: bytes, hw: int | None = None) -> FetchResponseData:
         node = self.driver.node
-        hw = node.high_watermark
+        if hw is None:
+            hw = node.high_watermark
         p = FetchResponseData.PartitionData(
             partition_index=0,
             error_code=int(error),
