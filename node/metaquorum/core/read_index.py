@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from metaquorum.core.context import RaftContext
 from metaquorum.core.events import ConfirmReads
-from metaquorum.core.fetch import complete_parked_fetch, complete_purgatory
+from metaquorum.core.fetch import complete_parked_fetch
 from metaquorum.core.high_watermark import ReplicaProgress
 from metaquorum.core.states import LeaderState
 
@@ -41,9 +41,5 @@ def handle_confirm_reads(ctx: RaftContext, event: ConfirmReads) -> None:
     st = ctx.state
     if not isinstance(st, LeaderState):
         return
-    hw_moved = False
-    for parked in st.data.purgatory.drain():
-        if complete_parked_fetch(ctx, parked):
-            hw_moved = True
-    if hw_moved:
-        complete_purgatory(ctx)
+    for parked in st.data.purgatory.drain():  # the purgatory is empty after: nothing to redo
+        complete_parked_fetch(ctx, parked)

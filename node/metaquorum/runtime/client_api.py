@@ -201,14 +201,13 @@ class ClientApi:
             if not node.log.start_offset <= part.fetch_offset <= node.log.end_offset:
                 return self._response(Errors.OFFSET_OUT_OF_RANGE, b"")
             remaining = deadline - asyncio.get_running_loop().time()
-            if part.fetch_offset < hw or remaining <= 0:
-                records = b""
-                if part.fetch_offset < hw:
-                    records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
-                if records or remaining <= 0:
-                    if not await self._confirmed(epoch, seq):
-                        return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
-                    return self._response(Errors.NONE, records, hw)
+            records = b""
+            if part.fetch_offset < hw:
+                records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
+            if records or remaining <= 0:
+                if not await self._confirmed(epoch, seq):
+                    return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
+                return self._response(Errors.NONE, records, hw)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._hw_event.wait(), remaining)
 

@@ -220,7 +220,7 @@ class Driver:
         self,
         message: Any,
         callback: Callable[[Any, tuple[LogEntry, ...]], None],
-        source: int = -1,
+        source: int,
     ) -> None:
         """Hand an inbound Raft request to the core; `callback(response, entries)` runs from
         the core's `SendResponse` (the hot path: no task or future per request). `source`:
