@@ -30,7 +30,37 @@ from harness import HERE, Cluster
 NODE_BROKEN_REF = "docker.io/metaquorum/node:e2e-broken-ack"
 OPERATOR_BROKEN_REF = "docker.io/metaquorum/operator:e2e-broken-two"
 SITE = "/opt/metaquorum/venv/lib/python3.11/site-packages"
-NODE_ACK_BEFORE_MAJORITY = '''"""Test-only (e2e/broken_image.py): HW = the leader's own offset."""
+# The node image runs the compiled build, whose modules call each other directly, past a replaced
+# module attribute: the broken node first makes `metaquorum` load from its .py files (the pure
+# package, which the image keeps beside the extension modules), then replaces the function.
+PURE_METAQUORUM = """
+import importlib.machinery as _m
+import sys as _sys
+
+_pure = _m.FileFinder.path_hook((_m.SourceFileLoader, _m.SOURCE_SUFFIXES))
+
+
+class _PureMetaquorum:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "metaquorum" and not name.startswith("metaquorum."):
+            return None
+        for entry in _sys.path if path is None else path:
+            try:
+                spec = _pure(entry or ".").find_spec(name)
+            except ImportError:
+                continue
+            if spec is not None and spec.loader is not None:
+                return spec
+        return None
+
+
+_sys.meta_path.insert(0, _PureMetaquorum)
+"""
+NODE_ACK_BEFORE_MAJORITY = (
+    '''"""Test-only (e2e/broken_image.py): HW = the leader's own offset, on the pure package."""'''
+    + PURE_METAQUORUM
+    + """
 import metaquorum.core.high_watermark as hwm
 
 
@@ -42,7 +72,8 @@ def _own_offset_is_committed(voter_offsets, epoch_start_offset, current):
 
 
 hwm.compute_high_watermark = _own_offset_is_committed
-'''
+"""
+)
 OPERATOR_TWO_AT_ONCE = '''"""Test-only (e2e/broken_image.py): a roll deletes 2 followers at once."""
 import metaquorum_operator.kube as kube
 import metaquorum_operator.planner as planner

@@ -1,7 +1,8 @@
 """Real containers (E2E_CLUSTER=local, or kind): the node image in pods on a real kubelet.
 
 What the stand-in cannot show, so these skip there (it runs host processes): the pod runs the
-image's non-root user (uid 1000 from node/Dockerfile's USER, the pod says nothing about it); its
+image's non-root user (uid 1000 from node/Dockerfile's USER, the pod says nothing about it) and
+its compiled build (the node process has mypyc's extension modules mapped, issue 28); its
 init container formats the PVC the provisioner made and the kubelet chowned to the fsGroup; the
 image's entrypoint/PATH find `metaquorum`; a second pod reaches the node through its Service's
 cluster DNS name (CoreDNS) and ClusterIP (kube-proxy), answering DescribeQuorum; a container
@@ -102,6 +103,10 @@ def test_node_image_in_a_real_pod(cluster: Cluster, namespace: str) -> None:
     print(f"pod ready {time.monotonic() - t0:.1f}s after apply")
     uid = cluster.kubectl("exec", "-n", ns, "solo-0", "-c", "node", "--", "id", "-u").stdout
     assert uid.strip() == "1000", "the image's USER (the pod sets no runAsUser)"
+    # issue 28: the node process (the container's PID 1, `exec`ed) runs the compiled build
+    maps = cluster.kubectl("exec", "-n", ns, "solo-0", "-c", "node", "--", "cat", "/proc/1/maps")
+    assert "/metaquorum/core/node.cpython-311-x86_64-linux-gnu.so" in maps.stdout
+    assert "__mypyc.cpython-311-x86_64-linux-gnu.so" in maps.stdout
     owner = cluster.kubectl(
         "exec", "-n", ns, "solo-0", "-c", "node", "--", "stat", "-c", "%u:%g", "/data/log"
     ).stdout

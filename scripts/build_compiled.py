@@ -10,10 +10,12 @@ pure-Python package runs (the reference, and what the monkeypatching planted-bug
 
 Invariants: the compiled tree is rebuilt whenever any source file, this script, mypy's version
 or the interpreter changes (a SHA-256 stamp); a failed build leaves no half-built tree (it is
-built beside and renamed into place). One transform is applied to the copy only: `@value`
-(core/value.py: frozen to mypy, a plain slotted dataclass at run time) becomes
-`@dataclass(unsafe_hash=True)`, the decorator mypyc compiles into a native class; the source
-stays checked as frozen by `make lint`, so no code assigns a field either way.
+built beside and renamed into place); concurrent callers (`make compiled` and the node image's
+build stage, e2e/tools/build_images.py, in `make test`'s background prebuild) serialise on a lock
+file beside the tree, so one builds and the other finds the stamp current. One transform is
+applied to the copy only: `@value` (core/value.py: frozen to mypy, a plain slotted dataclass at
+run time) becomes `@dataclass(unsafe_hash=True)`, the decorator mypyc compiles into a native
+class; the source stays checked as frozen by `make lint`, so no code assigns a field either way.
 
 Usage: python scripts/build_compiled.py [--out DIR] [--force]   (prints the tree's path)
 """
@@ -21,6 +23,7 @@ Usage: python scripts/build_compiled.py [--out DIR] [--force]   (prints the tree
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import re
@@ -185,13 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = a.out.resolve()
     want = stamp()
     mark = out / "STAMP"
-    if a.force or not mark.is_file() or mark.read_text().strip() != want:
-        print(
-            f"build_compiled: compiling {len(compiled_modules())} modules with mypyc (~4.5 min)",
-            file=sys.stderr,
-        )
-        build(out)
-        mark.write_text(want + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if a.force or not mark.is_file() or mark.read_text().strip() != want:
+            print(
+                f"build_compiled: compiling {len(compiled_modules())} modules with mypyc"
+                " (~4.5 min)",
+                file=sys.stderr,
+            )
+            build(out)
+            mark.write_text(want + "\n")
     print(out)
     return 0
 

@@ -7,7 +7,10 @@ operator/Dockerfile as images. Nothing may be pulled, so:
   `apt-get install` names, cached by a hash of that recipe;
 - the build stage is done on the host the way the Dockerfile's build stage does it: `uv build
   --wheel` and `uv export --frozen --extra <x>` (the locked dependencies, with hashes), the
-  dependency wheels fetched with pip from PyPI into the same /wheels directory;
+  dependency wheels fetched with pip from PyPI into the same /wheels directory, and, when the
+  stage runs `scripts/build_compiled.py --out /wheels/<dir>` (the node image), the compiled hot
+  path from the host's venv (bookworm's CPython 3.11, the image's; build/compiled, shared with
+  `make compiled`) copied to /wheels/<dir>;
 - the final stage's instructions are executed as written, in order: RUN in a chroot of the
   image's root filesystem (offline for pip: every wheel is in /wheels), COPY from the context or
   from the build stage's /wheels, and USER/WORKDIR/ENV/EXPOSE/ENTRYPOINT/CMD into the OCI config;
@@ -41,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compiled_stage import build_compiled, build_python, compiled_out
 from dockerfile import (
     DockerfileError,
     Stage,
@@ -184,6 +188,9 @@ def build_stage_wheels(stage: Stage, dest: Path) -> None:
         "--python-version=3.11", "--implementation=cp", *plat, "-d", dest,
         "-r", dest / "requirements.txt", stdout=sys.stderr,
     )  # fmt: skip
+    compiled = compiled_out(stage)
+    if compiled is not None:
+        build_compiled(dest / compiled)
 
 
 def copy_into(srcs: list[Path], rootfs: Path, dest: str, workdir: str) -> None:
@@ -273,6 +280,8 @@ def build_one(name: str, cache: Path, force: bool) -> tuple[str, Path]:
             if src_stage is None:
                 hash_paths(h, [ROOT / s for s in srcs])
     h.update(json.dumps(packages).encode())
+    if build is not None and compiled_out(build) is not None:  # mypyc's interpreter
+        h.update(run(build_python(), "-VV", capture_output=True).stdout.encode())
     ref = f"docker.io/metaquorum/{name}:{version()}"
     out = cache / f"{name}-{h.hexdigest()[:16]}"
     archive = out / "image.tar"

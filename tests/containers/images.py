@@ -45,8 +45,8 @@ class Image:
         """The image's root filesystem under dest (umoci unpack of the archive's layout)."""
         layout = dest / "layout"
         layout.mkdir(parents=True)
-        with tarfile.open(self.archive) as tar:
-            tar.extractall(layout, filter="tar")
+        # tar(1): bookworm's Python 3.11.2 (the venv's) has no extractall(filter=...)
+        subprocess.run(["tar", "-C", str(layout), "-xf", str(self.archive)], check=True)
         tag = self.ref.rsplit(":", 1)[1]
         subprocess.run(
             ["umoci", "unpack", "--image", f"{layout}:{tag}", str(dest / "bundle")],

@@ -6,7 +6,8 @@ exposed ports, entrypoint, cmd) with the Dockerfile's final stage; the files COP
 (byte for byte); the USER's passwd entry and its ownership of the workdir; the entrypoint
 resolving on the image's PATH to a script whose interpreter exists; the apt packages installed;
 every locked dependency (uv export of the extra the build stage names) installed at its locked
-version, and the project at its own; no apt/pip caches left in the image.
+version, and the project at its own; the node image's compiled build (issue 28); no apt/pip
+caches left in the image.
 """
 
 from __future__ import annotations
@@ -118,3 +119,33 @@ def test_locked_dependencies_and_packages(name: str, rootfs: dict[str, Path]) ->
     assert not [p for p in (root / "var/lib/apt/lists").iterdir() if p.name != "partial"]
     assert not (root / "wheels").exists()
     assert not (root / "root/.cache/pip").exists()
+
+
+def compiled_modules() -> list[str]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "build_compiled_for_images", ROOT / "scripts" / "build_compiled.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    found: list[str] = mod.compiled_modules()
+    return found
+
+
+@pytest.mark.parametrize("name", list(IMAGES))
+def test_the_node_image_carries_the_compiled_build(name: str, rootfs: dict[str, Path]) -> None:
+    """Issue 28: node/Dockerfile lays mypyc's extension modules over the installed package, one
+    beside each module scripts/build_compiled.py compiles (the operator image stays pure)."""
+    site = next((rootfs[name] / "opt/metaquorum/venv/lib").glob("python3*/site-packages"))
+    have = {
+        p.relative_to(site / "metaquorum").as_posix().split(".", 1)[0] + ".py"
+        for p in (site / "metaquorum").rglob("*.cpython-311-x86_64-linux-gnu.so")
+    }
+    shared = list(site.glob("*__mypyc.cpython-311-x86_64-linux-gnu.so"))
+    if name == "node":
+        assert have == set(compiled_modules())
+        assert len(shared) == 1, shared
+    else:
+        assert not have and not shared
