@@ -59,8 +59,10 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 # runtime's write path and the simulator) in a copy of the package, build/compiled
 # (scripts/build_compiled.py; rebuilt when a source changes, ~4.5 min). `make run`, the bench
 # and the tiers that run real nodes (conformance, integration, nemesis-short, pipeline) use it
-# unless BUILD=pure; the pure-Python package stays the reference: unit, scenarios, slow and sim
-# run it, and the `compiled` tier checks the two give the same traces and pass the same unit tests.
+# unless BUILD=pure (the node image, and so the e2e tier, always: its build stage compiles the
+# same tree, node/Dockerfile); the pure-Python package stays the reference: unit, scenarios, slow
+# and sim run it, and the `compiled` tier checks the two give the same traces and pass the same
+# unit tests.
 BUILD ?= compiled
 COMPILED := $(CURDIR)/build/compiled
 ifeq ($(BUILD),compiled)
