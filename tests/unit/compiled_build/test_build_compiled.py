@@ -114,3 +114,35 @@ def test_the_trace_check_refuses_a_build_that_did_not_load_the_compiled_core(
     assert trace_digest.against_build(tmp_path, seeds=1, workers=1) == 1
     out = capsys.readouterr().out
     assert "not compiled" in out and "node.py" in out
+
+
+def test_concurrent_builds_of_one_tree_serialise_and_the_second_finds_it_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make compiled` and the node image's build stage (make test's background prebuild) may
+    ask for build/compiled at once: one builds, the other waits on the lock and finds the stamp
+    current (without the lock both built into the same `.tmp` tree)."""
+    import threading
+    import time
+
+    inside, builds, overlap = [0], [0], [False]
+
+    def fake_build(out: Path) -> None:
+        inside[0] += 1
+        overlap[0] = overlap[0] or inside[0] > 1
+        builds[0] += 1
+        time.sleep(0.3)
+        out.mkdir(parents=True, exist_ok=True)
+        inside[0] -= 1
+
+    monkeypatch.setattr(bc, "build", fake_build)
+    monkeypatch.setattr(bc, "stamp", lambda: "s1")
+    out = tmp_path / "compiled"
+    threads = [threading.Thread(target=bc.main, args=(["--out", str(out)],)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not overlap[0], "two builds of one tree at once"
+    assert builds[0] == 1, "the second caller rebuilt a current tree"
+    assert (out / "STAMP").read_text().strip() == "s1"
