@@ -347,10 +347,15 @@ def voter_without_a_pod_is_named_not_removed(cluster: Cluster, ns: str) -> None:
         problem = wait_for(named, 90, f"VoterWithoutPod {victim} in status.membershipProblems")
         print("problem:", problem)
         assert f"quorum-{victim} cannot be scheduled" in problem["message"]
-        events = cluster.core.list_namespaced_event(
-            ns, field_selector="involvedObject.kind=MetadataQuorum,reason=VoterWithoutPod"
-        ).items
-        assert events and f"voter {victim}" in events[0].message
+
+        # kopf posts Events from a queue of its own, after the handler's status patch: wait
+        def event() -> Any:
+            return cluster.core.list_namespaced_event(
+                ns, field_selector="involvedObject.kind=MetadataQuorum,reason=VoterWithoutPod"
+            ).items
+
+        events = wait_for(event, 30, "the VoterWithoutPod Warning Event")
+        assert f"voter {victim}" in events[0].message
         time.sleep(5)  # a few reconciles: the voter stays (a majority may need it)
         assert victim in [v["id"] for v in mq(cluster, ns)["status"]["voters"]]
     finally:
