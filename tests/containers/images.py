@@ -70,3 +70,17 @@ def build() -> dict[str, Image]:
         found[name] = Image(name, ref, Path(archive))
     assert set(found) == {"node", "operator"}, out.stdout
     return found
+
+
+def compiled_modules() -> list[str]:
+    """The package-relative modules scripts/build_compiled.py compiles (its own list)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "build_compiled_for_images", ROOT / "scripts" / "build_compiled.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    found: list[str] = mod.compiled_modules()
+    return found

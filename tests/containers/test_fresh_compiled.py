@@ -23,8 +23,7 @@ from build_images import copy_into
 from dockerfile import DockerfileError, copy_args, parse_file
 
 from tests.containers.fresh_root import chroot_run, fresh_root
-from tests.containers.images import ROOT
-from tests.containers.test_images import compiled_modules
+from tests.containers.images import ROOT, compiled_modules
 
 pytestmark = pytest.mark.containers
 SO = ".cpython-311-x86_64-linux-gnu.so"

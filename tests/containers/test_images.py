@@ -20,7 +20,7 @@ import pytest
 from build_images import IMAGES, apt_packages, version
 from dockerfile import copy_args, image_config, parse_file
 
-from tests.containers.images import ROOT, Image
+from tests.containers.images import ROOT, Image, compiled_modules
 
 pytestmark = pytest.mark.containers
 
@@ -119,19 +119,6 @@ def test_locked_dependencies_and_packages(name: str, rootfs: dict[str, Path]) ->
     assert not [p for p in (root / "var/lib/apt/lists").iterdir() if p.name != "partial"]
     assert not (root / "wheels").exists()
     assert not (root / "root/.cache/pip").exists()
-
-
-def compiled_modules() -> list[str]:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "build_compiled_for_images", ROOT / "scripts" / "build_compiled.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    found: list[str] = mod.compiled_modules()
-    return found
 
 
 @pytest.mark.parametrize("name", list(IMAGES))
