@@ -12,9 +12,16 @@ How it decides:
   (highest log end epoch, then offset): a survivor's log holds the latest VotersRecord it saw,
   the newest committed voter set or one step ahead of it; with no such node nothing is known
   and nothing is claimed (the pods may all be starting);
-- a voter is **empty** when its pod's node answers with an empty log (log end offset 0, no
-  snapshot): its volume was re-created and formatted --no-initial-controllers, as the format
-  init container does for a pod of a formed quorum, so whatever it held is gone;
+- a voter **came back empty** when its pod's node answers with an empty log (log end offset 0,
+  no snapshot): its volume was re-created and formatted --no-initial-controllers, as the format
+  init container does for a pod of a formed quorum, so whatever it held is gone; or when that
+  node runs a directory id other than the voter's in the witness's voter set (KIP-853: a new
+  volume is a new directory). The second catches a replacement that copied the log as an
+  observer while a survivor briefly led (on the real kubelet: the survivor won the election
+  with the vote of the second victim before its pod went, the empty replacement fetched from
+  it, then the leader resigned; the replacement's log was no longer empty, yet it is not the
+  voter, and the quorum sat leaderless with QuorumIntact). A node that reports no voter keys
+  (older software) is judged by its log alone;
 - a voter is **unreachable** when its pod does not exist, or its node does not answer /status;
 - a majority lost (more than half of the voters empty or unreachable) is `QuorumLost`. A voter
   set of which a majority is unreachable but none is empty may come back by itself (pods
@@ -47,10 +54,18 @@ class NodeView:
     voters: tuple[int, ...] = ()
     leader_id: int = -1
     epoch: int = 0
+    directory_id: str | None = None  # this node's own (meta.properties)
+    # (voter id, directory id) for each voter of `voters` whose directory id the log names
+    voter_directories: tuple[tuple[int, str], ...] = ()
 
     @property
     def empty(self) -> bool:
         return self.reachable and self.log_end_offset == 0 and not self.has_snapshot
+
+    def replaced(self, witness: NodeView) -> bool:
+        """This node runs a directory other than its voter's in `witness`'s voter set."""
+        known = dict(witness.voter_directories).get(self.ordinal)
+        return known is not None and self.directory_id is not None and self.directory_id != known
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +94,18 @@ class LostMajority:
         )
 
 
-def known_voters(views: Sequence[NodeView]) -> tuple[int, tuple[int, ...]] | None:
-    """(witness, voter ids) from the most advanced reachable non-empty node, or None."""
+def _witness(views: Sequence[NodeView]) -> NodeView | None:
+    """The most advanced reachable non-empty node that knows a voter set, or None."""
     alive = [v for v in views if v.reachable and not v.empty and v.voters]
     if not alive:
         return None
-    best = max(alive, key=lambda v: (v.log_end_epoch, v.log_end_offset, -v.ordinal))
-    return best.ordinal, tuple(sorted(best.voters))
+    return max(alive, key=lambda v: (v.log_end_epoch, v.log_end_offset, -v.ordinal))
+
+
+def known_voters(views: Sequence[NodeView]) -> tuple[int, tuple[int, ...]] | None:
+    """(witness, voter ids) from the most advanced reachable non-empty node, or None."""
+    best = _witness(views)
+    return None if best is None else (best.ordinal, tuple(sorted(best.voters)))
 
 
 def formed_by_survey(views: Sequence[NodeView]) -> bool:
@@ -96,10 +116,10 @@ def lost_majority(pods: Sequence[ObservedPod], views: Sequence[NodeView]) -> Los
     """The lost majority, when the voters neither empty nor unreachable are too few to elect a
     leader (fewer than len // 2 + 1): two of three, one of two (a voter set the disk-loss rule had
     just shrunk when the second voter's disk went), two of four."""
-    known = known_voters(views)
-    if known is None:
+    best = _witness(views)
+    if best is None:
         return None
-    witness, voters = known
+    witness, voters = best.ordinal, tuple(sorted(best.voters))
     live = {p.ordinal for p in pods if not p.terminating}
     by_id = {v.ordinal: v for v in views}
     empty: list[int] = []
@@ -108,7 +128,7 @@ def lost_majority(pods: Sequence[ObservedPod], views: Sequence[NodeView]) -> Los
         view = by_id.get(vid)
         if vid not in live or view is None or not view.reachable:
             unreachable.append(vid)
-        elif view.empty:
+        elif view.empty or view.replaced(best):
             empty.append(vid)
     lost = len(empty) + len(unreachable)
     if len(voters) - lost > len(voters) // 2:

@@ -3,7 +3,8 @@
 Role: the input of the lost-majority check (quorum_lost.py). DescribeQuorum needs a leader; a
 quorum that lost its majority has none, so the operator asks every existing pod's node
 directly (`metaquorum.http.listener`, plain HTTP like the kubelet's probes): its log end offset
-and epoch, whether it holds a snapshot, and the voter set it knows. `view_of` maps one answer
+and epoch, whether it holds a snapshot, its own directory id, and the voter set it knows with
+each voter's directory id (`voter_keys`; older nodes send none). `view_of` maps one answer
 purely; `survey` does the requests, in parallel, each bounded by `timeout_s`.
 
 Invariants: never raises; a pod that does not answer (or answers nonsense) is unreachable;
@@ -39,9 +40,19 @@ def view_of(ordinal: int, doc: Mapping[str, Any] | None) -> NodeView:
             voters=tuple(int(v) for v in doc.get("voters") or ()),
             leader_id=int(doc.get("leader_id", -1)),
             epoch=int(doc.get("epoch") or 0),
+            directory_id=_str_or_none(doc.get("directory_id")),
+            voter_directories=tuple(
+                (int(k["id"]), str(k["directory_id"]))
+                for k in doc.get("voter_keys") or ()
+                if k.get("directory_id")
+            ),
         )
-    except (KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError):
         return NodeView(ordinal, reachable=False)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 def _get(url: str, timeout_s: float) -> Mapping[str, Any] | None:

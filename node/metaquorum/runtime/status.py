@@ -60,6 +60,11 @@ def node_status(driver: Driver) -> dict[str, Any]:
         "log_end_epoch": node.log.last_fetched_epoch,
         "flushed_offset": node.log.flushed_offset,
         "voters": sorted(node.voters.voter_ids),
+        # each voter's directory id as this node's log has it (None for a static voter set): the
+        # operator's lost-majority check tells a voter whose pod came back on a new volume by it
+        "voter_keys": [
+            {"id": k.id, "directory_id": k.directory_id} for k in node.voters.voter_keys()
+        ],
         "appended_records": driver.stats.appends,
         "committed_appends": driver.stats.committed,
         "fsyncs": driver.io.fsyncs,

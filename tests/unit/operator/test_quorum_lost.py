@@ -72,6 +72,43 @@ def test_an_even_voter_set_is_lost_with_half_of_it() -> None:
     assert lost_majority(pods4, [*views4[:3], _survivor(3, four)]) is None  # 3 of 4 lead
 
 
+DIRS = ((0, "dir-0"), (1, "dir-1"), (2, "dir-2"))
+
+
+def _keyed(i: int, directory: str, end: int = 500, epoch: int = 4) -> NodeView:
+    """A node on directory `directory` whose log holds voters 0-2 on dir-0..dir-2."""
+    return NodeView(
+        i,
+        True,
+        log_end_offset=end,
+        log_end_epoch=epoch,
+        voters=(0, 1, 2),
+        directory_id=directory,
+        voter_directories=DIRS,
+    )
+
+
+def test_a_replacement_that_copied_the_log_as_an_observer_still_came_back_empty() -> None:
+    """On the real kubelet (e2e recover test): voters 0 and 2 lost their volumes; survivor 1 won
+    an election with 2's vote before 2's pod went, replacement 0 (a new directory) fetched the
+    log from it as an observer, then 1 resigned. Judged by its log, 0 was no longer empty, so
+    the quorum sat leaderless with QuorumIntact for good."""
+    pods = [_pod(i) for i in range(3)]
+    views = [_keyed(0, "new-0", end=507, epoch=5), _keyed(1, "dir-1", 507, 5), _keyed(2, "new-2")]
+    lost = lost_majority(pods, views)
+    assert lost is not None
+    assert (lost.empty, lost.unreachable, lost.survivors) == ((0, 2), (), (1,))
+    assert "came back empty: 0, 2" in lost.reason
+    # the same logs on the voters' own directories: nothing is lost
+    same = [_keyed(0, "dir-0", 507, 5), _keyed(1, "dir-1", 507, 5), _keyed(2, "dir-2")]
+    assert lost_majority(pods, same) is None
+    # one replaced voter of three is not a majority
+    assert lost_majority(pods, [views[0], *same[1:]]) is None
+    # a node that reports no directory ids (older software) is judged by its log alone
+    bare = [dataclasses.replace(v, directory_id=None, voter_directories=()) for v in views]
+    assert lost_majority(pods, bare) is None
+
+
 def test_unreachable_and_missing_pods_count_too() -> None:
     pods = [_pod(0), _pod(2)]  # pod 1 does not exist
     lost = lost_majority(pods, [_survivor(0), NodeView(2, False)])
@@ -235,6 +272,20 @@ def test_view_of_maps_the_nodes_status() -> None:
     assert survey.view_of(1, None) == NodeView(1, False)
     assert not survey.view_of(1, {"voters": "x"}).reachable
     assert survey.view_of(2, {**doc, "log_end_offset": 0, "voters": []}).empty
+    assert (v.directory_id, v.voter_directories) == (None, ())  # older nodes send neither
+    keyed = {
+        **doc,
+        "directory_id": "new-1",
+        "voter_keys": [
+            {"id": 0, "directory_id": "dir-0"},
+            {"id": 1, "directory_id": "dir-1"},
+            {"id": 2, "directory_id": None},  # a static voter
+        ],
+    }
+    k = survey.view_of(1, keyed)
+    assert (k.directory_id, k.voter_directories) == ("new-1", ((0, "dir-0"), (1, "dir-1")))
+    assert k.replaced(k) and not survey.view_of(1, {**keyed, "directory_id": "dir-1"}).replaced(k)
+    assert not survey.view_of(1, {**doc, "voter_keys": ["x"]}).reachable
 
 
 def test_survey_get_over_real_http() -> None:
