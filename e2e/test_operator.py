@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from harness import Cluster, wait_for
+from quorums import E2E_SPEC
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +30,7 @@ def sample(ns: str, name: str = "quorum", **spec: Any) -> str:
     """e2e/samples/metadataquorum.yaml in namespace ns, with the e2e image and `spec` merged."""
     body = yaml.safe_load(SAMPLE.read_text())
     body["metadata"].update({"name": name, "namespace": ns})
-    body["spec"].update({"image": "metaquorum/node:e2e", "imagePullPolicy": "Never", **spec})
+    body["spec"].update({**E2E_SPEC, **spec})
     return json.dumps(body)
 
 
@@ -76,6 +77,10 @@ def test_sample_yields_owned_objects_running_pods_and_status(cluster: Cluster, q
     assert pdb.spec.max_unavailable == 1
     assert cluster.core.read_namespaced_service("quorum-headless", ns).spec.cluster_ip == "None"
     (init,) = sts.spec.template.spec.init_containers
+    (node,) = sts.spec.template.spec.containers
+    # spec.readinessProbe's period (E2E_SPEC) over the default's failureThreshold
+    assert (node.readiness_probe.period_seconds, node.readiness_probe.failure_threshold) == (1, 3)
+    assert node.readiness_probe.http_get.path == "/readyz"
     assert init.name == "format" and init.command[:2] == ["sh", "-c"]
     # the pods run the node with the operator's config, each on its own formatted volume
     for i in range(3):
@@ -220,6 +225,10 @@ def test_deleting_the_cr_cleans_up(cluster: Cluster, quorum: str) -> None:
         ({"storage": {"size": "lots"}}, "must be a positive quantity"),
         ({"imagePullPolicy": "Sometimes"}, "Unsupported value"),
         ({"clusterId": "-not-a-kafka-uuid"}, "spec.clusterId in body should match"),
+        (
+            {"readinessProbe": {"periodSeconds": 0}},
+            "spec.readinessProbe.periodSeconds in body should be greater than or equal to 1",
+        ),
     ],
 )
 def test_bad_spec_is_refused(

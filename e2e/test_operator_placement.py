@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from harness import Cluster, wait_for
-from quorums import GROUP, PLURAL, VERSION, cond, mq, settled, use_pod_names
+from quorums import E2E_SPEC, GROUP, PLURAL, VERSION, cond, mq, settled, use_pod_names
 
 pytestmark = pytest.mark.e2e
 
@@ -30,8 +30,7 @@ def apply(cluster: Cluster, ns: str, spec: dict[str, Any], check: bool = True) -
         "metadata": {"name": "quorum", "namespace": ns},
         "spec": {
             "replicas": 1,
-            "image": "metaquorum/node:e2e",
-            "imagePullPolicy": "Never",
+            **E2E_SPEC,
             "storage": {"size": "1Gi", "deleteClaimsOnDelete": True},
             **spec,
         },

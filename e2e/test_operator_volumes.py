@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from harness import TIMINGS, Cluster, wait_for
-from quorums import GROUP, VERSION, cond, mq, settled, use_pod_names
+from quorums import E2E_SPEC, GROUP, VERSION, cond, mq, settled, use_pod_names
 
 pytestmark = pytest.mark.e2e
 MiB = 1024 * 1024
@@ -42,8 +42,7 @@ def apply(cluster: Cluster, ns: str, storage: dict[str, Any], replicas: int = 1)
         "metadata": {"name": "quorum", "namespace": ns},
         "spec": {
             "replicas": replicas,
-            "image": "metaquorum/node:e2e",
-            "imagePullPolicy": "Never",
+            **E2E_SPEC,
             "storage": {"deleteClaimsOnDelete": True, **storage},
         },
     }

@@ -249,6 +249,15 @@ def format_container(spec: QuorumSpec, names: Names) -> dict[str, Any]:
     return c
 
 
+# The node container's probe timings unless spec.readinessProbe / spec.livenessProbe set them:
+# /readyz (a leader known, caught up to its HW) gates every membership step and roll, so its
+# period bounds how soon the operator sees a pod ready; /healthz restarts a hung node.
+PROBE_DEFAULTS: dict[str, dict[str, int]] = {
+    "readiness": {"periodSeconds": 5, "failureThreshold": 3},
+    "liveness": {"periodSeconds": 10, "failureThreshold": 6, "initialDelaySeconds": 10},
+}
+
+
 def node_container(spec: QuorumSpec, names: Names) -> dict[str, Any]:
     c: dict[str, Any] = {
         "name": "node",
@@ -263,14 +272,13 @@ def node_container(spec: QuorumSpec, names: Names) -> dict[str, Any]:
         ],
         "readinessProbe": {
             "httpGet": {"path": "/readyz", "port": "http"},
-            "periodSeconds": 5,
-            "failureThreshold": 3,
+            **PROBE_DEFAULTS["readiness"],
+            **spec.readiness_probe,
         },
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": "http"},
-            "periodSeconds": 10,
-            "failureThreshold": 6,
-            "initialDelaySeconds": 10,
+            **PROBE_DEFAULTS["liveness"],
+            **spec.liveness_probe,
         },
         "volumeMounts": _mounts(spec),
     }

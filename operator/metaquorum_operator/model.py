@@ -88,6 +88,10 @@ class QuorumSpec:
     restore_from: RestoreFrom | None = None  # spec.restoreFrom (restore_from.py)
     # spec.podTemplate as given (placement.py renders it; the CRD checks its shape)
     pod_template: Mapping[str, Any] = field(default_factory=dict)
+    # spec.readinessProbe / spec.livenessProbe (Strimzi's names): timings merged over the node
+    # container's defaults (builders.PROBE_DEFAULTS); the CRD checks the fields and bounds
+    readiness_probe: Mapping[str, int] = field(default_factory=dict)
+    liveness_probe: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def static_voter_ids(self) -> tuple[int, ...]:
@@ -119,7 +123,23 @@ class QuorumSpec:
             version=str(spec["version"]) if spec.get("version") else None,
             restore_from=RestoreFrom.from_spec(spec.get("restoreFrom")),
             pod_template=dict(spec.get("podTemplate") or {}),
+            readiness_probe=_probe(spec.get("readinessProbe")),
+            liveness_probe=_probe(spec.get("livenessProbe")),
         )
+
+
+PROBE_FIELDS = (
+    "initialDelaySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+)
+
+
+def _probe(value: Any) -> dict[str, int]:
+    """A spec.*Probe's timings as given (known fields only; the CRD types and bounds them)."""
+    return {k: int(v) for k, v in (value or {}).items() if k in PROBE_FIELDS and v is not None}
 
 
 def annotation_on(annotations: Mapping[str, str] | None, key: str) -> bool:

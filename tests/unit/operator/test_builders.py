@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+import yaml
 from metaquorum_operator import builders
-from metaquorum_operator.model import DATA_DIR, Names, Owner, QuorumSpec
+from metaquorum_operator.model import DATA_DIR, PROBE_FIELDS, Names, Owner, QuorumSpec
 
 NAMES = Names("q", "ns")
 OWNER = Owner("q", "uid-1")
@@ -239,3 +241,62 @@ def test_static_voters_are_written_as_controller_quorum_voters_and_restart_the_p
     )
     assert QuorumSpec.from_spec({"staticVoters": voters}).static_voters == voters
     assert QuorumSpec.from_spec({}).static_voters is None
+
+
+def test_probe_timings_default_and_are_merged_from_the_spec() -> None:
+    """spec.readinessProbe / spec.livenessProbe (Strimzi's names) override the node container's
+    probe timings field by field; the endpoints stay the operator's."""
+    c = builders.node_container(QuorumSpec(), NAMES)
+    assert c["readinessProbe"] == {
+        "httpGet": {"path": "/readyz", "port": "http"},
+        "periodSeconds": 5,
+        "failureThreshold": 3,
+    }
+    assert c["livenessProbe"] == {
+        "httpGet": {"path": "/healthz", "port": "http"},
+        "periodSeconds": 10,
+        "failureThreshold": 6,
+        "initialDelaySeconds": 10,
+    }
+    spec = QuorumSpec.from_spec(
+        {
+            "readinessProbe": {"periodSeconds": 1, "successThreshold": 2},
+            "livenessProbe": {"timeoutSeconds": 3, "initialDelaySeconds": 0, "httpGet": "x"},
+        }
+    )
+    c = builders.node_container(spec, NAMES)
+    assert c["readinessProbe"] == {
+        "httpGet": {"path": "/readyz", "port": "http"},
+        "periodSeconds": 1,
+        "failureThreshold": 3,
+        "successThreshold": 2,
+    }
+    assert c["livenessProbe"] == {
+        "httpGet": {"path": "/healthz", "port": "http"},
+        "periodSeconds": 10,
+        "failureThreshold": 6,
+        "initialDelaySeconds": 0,
+        "timeoutSeconds": 3,
+    }
+    # a changed probe is a changed pod template: the StatefulSet's revision, so a roll
+    before = builders.statefulset(QuorumSpec(), NAMES, OWNER, 3)["spec"]["template"]
+    after = builders.statefulset(spec, NAMES, OWNER, 3)["spec"]["template"]
+    assert before != after
+
+
+def test_the_crd_bounds_every_probe_field_the_operator_reads() -> None:
+    """The CRD types each field model.PROBE_FIELDS reads (integers, bounded), readiness only
+    with successThreshold (Kubernetes requires 1 for liveness)."""
+    root = Path(__file__).resolve().parents[3]
+    for crd in ("crds", "charts/metaquorum/crds"):
+        doc = yaml.safe_load((root / crd / "metadataquorums.metaquorum.dev.yaml").read_text())
+        spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        for probe, fields in (
+            ("readinessProbe", set(PROBE_FIELDS)),
+            ("livenessProbe", set(PROBE_FIELDS) - {"successThreshold"}),
+        ):
+            declared = spec["properties"][probe]["properties"]
+            assert set(declared) == fields, (crd, probe)
+            for name, schema in declared.items():
+                assert schema["type"] == "integer" and schema["minimum"] >= 0, (probe, name)
+                assert schema["maximum"] > schema["minimum"], (probe, name)
