@@ -15,7 +15,9 @@ Role:
   for the read index (core/read_index.py): a majority confirms this leader after the read
   arrived (about one follower fetch round trip; the voters' parked fetches are answered at once
   to start it), and it carries the HW as of the read's arrival; unconfirmed within
-  fetch.timeout.ms it is NOT_LEADER_OR_FOLLOWER.
+  fetch.timeout.ms it is NOT_LEADER_OR_FOLLOWER. A leader that knows no HW yet (new in its
+  epoch, before an entry of the epoch commits) long-polls until it does; at MaxWaitMs it answers
+  no records and HighWatermark -1 (unknown), never 0.
 Invariants: nothing above the HW is ever returned to a consumer; no consumer answer carries a
 HW that a majority did not confirm after the read arrived; a Produce is answered with success
 only after `AppendCommitted` (the records are on a majority's disks).
@@ -53,6 +55,7 @@ from metaquorum.runtime.produce import (
 )
 
 MAX_READ_BYTES = 1024 * 1024
+UNKNOWN_HW = -1  # a consumer answer's HighWatermark when the leader knows none yet
 CONFIRM_POLL_S = 0.0005  # how often a read checks the read index while voters fetch again
 
 
@@ -197,10 +200,21 @@ class ClientApi:
                 return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
             # The read index (core/read_index.py): what is answered is as of now, confirmed.
             epoch, seq = node.epoch, progress.responses_sent
-            hw = node.high_watermark or 0
+            known = node.high_watermark
             if not node.log.start_offset <= part.fetch_offset <= node.log.end_offset:
                 return self._response(Errors.OFFSET_OUT_OF_RANGE, b"")
             remaining = deadline - asyncio.get_running_loop().time()
+            if known is None:
+                # A leader new in its epoch knows no HW until an entry of the epoch commits
+                # (KIP-595): no answer may claim one. Read as 0, a read from the end of the log
+                # was answered "nothing committed at or above 0" (a stale read: nemesis-short,
+                # porcupine Illegal, the new leader's first commit slower than MaxWaitMs).
+                if remaining <= 0:
+                    return self._response(Errors.NONE, b"", UNKNOWN_HW)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hw_event.wait(), remaining)
+                continue
+            hw = known
             records = b""
             if part.fetch_offset < hw:
                 records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
