@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from metaquorum.core.rng import randbelow
 from metaquorum.core.value import value
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class RaftContext(Protocol):
 def random_election_timeout_ms(ctx: RaftContext) -> int:
     """Kafka's `randomElectionTimeoutMs`: election.timeout.ms plus up to as much again."""
     t = ctx.config.election_timeout_ms
-    return t + ctx.rng.randrange(t) if t > 0 else 0
+    return t + randbelow(ctx.rng, t) if t > 0 else 0
 
 
 @value

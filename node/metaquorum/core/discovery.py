@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from metaquorum.core.local_replica import BootstrapNode
+from metaquorum.core.rng import randbelow
 from metaquorum.core.states import FollowerState, LeaderState
 from metaquorum.core.value import replace
 from metaquorum.core.voter_set import ListenerEndpoint
@@ -67,7 +68,7 @@ def send_fetch_to_any_bootstrap(
     ):
         ready = [(nid, ep) for nid, ep in nodes if requests.is_ready(nid, now_ms)]
         if ready:
-            nid, ep = ready[ctx.rng.randrange(len(ready))]
+            nid, ep = ready[randbelow(ctx.rng, len(ready))]
             ctx.send(nid, build(), ep)
     pending = [requests.next_deadline_ms(nid) for nid, _ in nodes]
     return min((d for d in pending if d is not None and d > now_ms), default=NEVER)

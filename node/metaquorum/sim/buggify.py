@@ -31,6 +31,7 @@ from metaquorum.core.effects import (
 )
 from metaquorum.core.log import EntryKind
 from metaquorum.core.node import RaftNode
+from metaquorum.core.rng import randint
 from metaquorum.core.states import LeaderState
 from metaquorum.sim.surface import Kind, World
 
@@ -87,7 +88,7 @@ def observe(sim: Crashable, nid: int, node: RaftNode, step: Step) -> None:
         and removes_another_voter(nid, node)
         and sim.rng.random() < p.cut_after_removal
     ):
-        sim.push(sim.now, Kind.FAULT, 0, ("cut-leader", nid, sim.rng.randint(*p.cut_ms)))
+        sim.push(sim.now, Kind.FAULT, 0, ("cut-leader", nid, randint(sim.rng, *p.cut_ms)))
     if p.buggify_moments:
         found = [m for m in found if m in p.buggify_moments]
     if p.buggify <= 0 or not found:
@@ -98,5 +99,5 @@ def observe(sim: Crashable, nid: int, node: RaftNode, step: Step) -> None:
             sim.situations.get("crashed-at-" + found[-1], 0) + 1
         )
         sim.crash(nid)
-        restart = sim.rng.randint(*p.buggify_restart_ms)
+        restart = randint(sim.rng, *p.buggify_restart_ms)
         sim.push(sim.now + restart, Kind.FAULT, 0, ("restart", nid))

@@ -28,6 +28,7 @@ from metaquorum.core import effects as fx
 from metaquorum.core import events as ev
 from metaquorum.core.log import RaftLog
 from metaquorum.core.node import RaftNode
+from metaquorum.core.rng import randint
 from metaquorum.core.states import LeaderState
 from metaquorum.protocol import messages as msgs
 from metaquorum.sim import buggify, state_machine
@@ -208,7 +209,7 @@ class Simulation:
             self.membership.on_append(nid, node, eff.entries)
 
     def _flush_log(self, nid: int, node: RaftNode, eff: fx.FlushLog) -> None:
-        latency = self.rng.randint(0, self.params.flush_max_ms)
+        latency = randint(self.rng, 0, self.params.flush_max_ms)
         self.push(self.now + latency, Kind.FLUSH, nid, (self.incarnation[nid], eff.offset))
 
     def _truncate_log(self, nid: int, node: RaftNode, eff: fx.TruncateLog) -> None:

@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 
 from metaquorum.core.log import LogEntry, Snapshot
+from metaquorum.core.rng import randbelow
 from metaquorum.core.states import ElectionState
 
 
@@ -71,7 +72,7 @@ class MemoryDisk:
 
     def crash(self, rng: random.Random, torn_probability: float) -> None:
         unflushed = self.end - self.flushed
-        keep = rng.randrange(unflushed + 1) if unflushed else 0
+        keep = randbelow(rng, unflushed + 1) if unflushed else 0
         if keep and rng.random() < torn_probability:
             keep -= 1  # the last surviving write is torn; recovery truncates it
         self.writes_lost += unflushed - keep

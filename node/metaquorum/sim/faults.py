@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from metaquorum.core.rng import randbelow, randint
 from metaquorum.core.states import LeaderState
 from metaquorum.sim.disk import MemoryDisk
 from metaquorum.sim.membership import Membership
@@ -92,17 +93,17 @@ def schedule_faults(sim: FaultTarget) -> None:
     t = 0
     rng = sim.rng
     while True:
-        t += rng.randint(mix.interval_ms // 2, mix.interval_ms * 3 // 2)
+        t += randint(rng, mix.interval_ms // 2, mix.interval_ms * 3 // 2)
         if t >= p.fault_end_ms:
             break
-        r = rng.randrange(total)
+        r = randbelow(rng, total)
         kind = weights[-1][0]
         for name, w in weights:
             if r < w:
                 kind = name
                 break
             r -= w
-        duration = rng.randint(mix.duration_min_ms, mix.duration_max_ms)
+        duration = randint(rng, mix.duration_min_ms, mix.duration_max_ms)
         sim.push(t, FAULT, 0, (kind, duration))
     sim.push(p.fault_end_ms, FAULT, 0, ("heal",))
 
@@ -165,7 +166,7 @@ def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
             sim.notes.append("stable-leadership: no leader at 5 s; window skipped")
             return
         others = [v for v in sim.voter_ids if v != leader]
-        x = others[rng.randrange(len(others))]
+        x = others[randbelow(rng, len(others))]
         sim.net.cut(leader, x)
         sim.net.cut(x, leader)
         node = sim.nodes[leader]
@@ -184,7 +185,7 @@ def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
         return
     assert isinstance(data[1], int)
     duration = min(data[1], max(0, end - now))
-    victim = ids[rng.randrange(len(ids))]
+    victim = ids[randbelow(rng, len(ids))]
     if kind == "crash_leader":
         victim = sim.current_leader() or victim
         kind = "crash"
@@ -192,7 +193,7 @@ def apply_fault(sim: FaultTarget, data: tuple[object, ...]) -> None:
     if kind == "isolate":
         sim.net.isolate(victim, ids)
     elif kind == "one_way":
-        other = ids[rng.randrange(len(ids))]
+        other = ids[randbelow(rng, len(ids))]
         if other != victim:
             sim.net.cut(victim, other)
     elif kind == "split":

@@ -41,6 +41,7 @@ from metaquorum.core.events import UpgradeKRaftVersion
 from metaquorum.core.ids import ReplicaKey
 from metaquorum.core.log import EntryKind, LogEntry
 from metaquorum.core.node import RaftNode
+from metaquorum.core.rng import randbelow, randint
 from metaquorum.core.states import CandidateState, LeaderState, ProspectiveState
 from metaquorum.core.voter_set import ListenerEndpoint, VoterNode, VoterSet
 from metaquorum.protocol.messages import (
@@ -172,8 +173,8 @@ class Membership:
         if p.move_endpoints > 0 and rng.random() < p.move_endpoints:
             # An operator moves a voter to another address (a pod rescheduled): it restarts
             # with new endpoints and tells the leader (UpdateRaftVoter).
-            moving = voters.sorted_ids()[rng.randrange(len(voters))]
-            w.push(w.now + 1, Kind.FAULT, 0, ("move", moving, rng.randint(200, 1000)))
+            moving = voters.sorted_ids()[randbelow(rng, len(voters))]
+            w.push(w.now + 1, Kind.FAULT, 0, ("move", moving, randint(rng, 200, 1000)))
             return
         request: object
         # A voter whose replica now runs under another directory id (a wiped disk): replace it.
@@ -188,7 +189,7 @@ class Membership:
         if stale and len(voters) > 1:
             request = self._remove(stale[0])
         elif missing and (roll < 0.6 or len(voters) <= 2):
-            nid = missing[rng.randrange(len(missing))]
+            nid = missing[randbelow(rng, len(missing))]
             ep = endpoint_of(nid)
             directory = ids[nid]
             assert directory is not None  # every replica of a kraft.version 1 run has one
@@ -202,7 +203,7 @@ class Membership:
                 ack_when_committed=rng.random() < 0.8,
             )
         elif len(voters) > 2:
-            request = self._remove(voters.voter_keys()[rng.randrange(len(voters))])
+            request = self._remove(voters.voter_keys()[randbelow(rng, len(voters))])
         else:
             return
         self.next_admin_cid += 1

@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from metaquorum.core.rng import randint
+
 
 @dataclass(frozen=True, slots=True)
 class LinkProfile:
@@ -41,9 +43,9 @@ class Network:
         if p.drop and rng.random() < p.drop:
             self.lossy_drop = True
             return []
-        times = [now_ms + rng.randint(p.delay_min_ms, p.delay_max_ms)]
+        times = [now_ms + randint(rng, p.delay_min_ms, p.delay_max_ms)]
         if p.duplicate and rng.random() < p.duplicate:
-            times.append(now_ms + rng.randint(p.delay_min_ms, p.delay_max_ms * 3))
+            times.append(now_ms + randint(rng, p.delay_min_ms, p.delay_max_ms * 3))
         return times
 
     def isolate(self, node: int, others: list[int]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from metaquorum.core.events import CreateSnapshot
 from metaquorum.core.node import RaftNode
+from metaquorum.core.rng import randint
 from metaquorum.core.snapshot_membership import snapshot_membership
 from metaquorum.sim.snapshots import committed_snapshot
 from metaquorum.sim.surface import Kind, World
@@ -27,7 +28,7 @@ def on_high_watermark(world: World, nid: int, node: RaftNode, hw: int) -> None:
     snap = node.log.snapshot
     done = 0 if snap is None else snap.snapshot_id.offset
     if every and hw - done >= every:
-        end = hw - (world.rng.randint(0, p.snapshot_lag_max) if p.snapshot_lag_max else 0)
+        end = hw - (randint(world.rng, 0, p.snapshot_lag_max) if p.snapshot_lag_max else 0)
         world.push(world.now, Kind.SNAPSHOT, nid, (world.incarnation[nid], max(end, done + 1)))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from metaquorum.core.effects import AppendCommitted, AppendFailed
 from metaquorum.core.events import ClientAppend
+from metaquorum.core.rng import randint
 from metaquorum.sim.surface import Kind, World
 
 
@@ -30,7 +31,7 @@ class ClientWorkload:
     def start(self) -> None:
         p = self.world.params
         if p.append_interval_ms > 0:
-            self.world.push(self.world.rng.randint(0, p.append_interval_ms), Kind.APPEND, 0, None)
+            self.world.push(randint(self.world.rng, 0, p.append_interval_ms), Kind.APPEND, 0, None)
 
     def client_append(self) -> None:
         w = self.world
@@ -38,7 +39,7 @@ class ClientWorkload:
         now = w.now
         interval = p.append_interval_ms
         if now < p.fault_end_ms + p.workload_tail_ms:
-            w.push(now + w.rng.randint(interval // 2, interval * 3 // 2), Kind.APPEND, 0, None)
+            w.push(now + randint(w.rng, interval // 2, interval * 3 // 2), Kind.APPEND, 0, None)
         leader = w.current_leader()
         if leader is None:
             self.unavailable_ms += interval
