@@ -23,6 +23,7 @@ Usage: python scripts/build_compiled.py [--out DIR] [--force]   (prints the tree
 from __future__ import annotations
 
 import argparse
+import ast
 import fcntl
 import hashlib
 import os
@@ -110,16 +111,108 @@ NON_NATIVE_IMPORTS = (
 )
 
 
+# `@value` (core/value.py) is a slotted dataclass with unsafe_hash at run time. mypyc compiles
+# such a class natively, but the methods `dataclasses` writes at run time stay interpreted
+# (`exec`'d: `<string>:2(__init__)` under cProfile; on the simulator ~100k of them per 27k
+# events: ElectionState, OffsetAndEpoch, Step, ReplicaKey, the events and effects). So a plain
+# `@value` class (annotated fields with or without a default: no `field(...)`, `ClassVar`, base
+# class, or method of those names) gets written out what `dataclasses` would generate --
+# `__init__` (the fields in order, their defaults, then `__post_init__` if defined), `__eq__`
+# (same class and equal field tuples, else NotImplemented), `__hash__` (the field tuple's) -- and
+# plain `@dataclass`, which keeps the methods a class defines (its `__hash__` too: eq=True with
+# an explicit `__hash__`). Any other `@value` class gets `@dataclass(unsafe_hash=True)` as
+# before. The compiled tier's trace digests (pure vs compiled) check the semantics are the same.
+DECORATOR_PLAIN = "@_mypyc_dataclass"
+DECORATOR_DEFAULT = "@_mypyc_dataclass(unsafe_hash=True)"
+METHODS = {"__init__", "__eq__", "__hash__"}
+
+
+def _fields(cls: ast.ClassDef, text: str) -> list[tuple[str, str, str | None]] | None:
+    """(name, annotation, default source) per field, or None when the class is not plain."""
+    if cls.bases or cls.keywords:
+        return None
+    out: list[tuple[str, str, str | None]] = []
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name in METHODS:
+            return None
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
+            continue
+        ann = ast.get_source_segment(text, node.annotation) or ""
+        if "ClassVar" in ann or "InitVar" in ann:
+            return None
+        default = None
+        if node.value is not None:
+            if isinstance(node.value, ast.Call):
+                return None  # field(...) or a call evaluated once: left to dataclasses
+            default = ast.get_source_segment(text, node.value)
+        out.append((node.target.id, ann, default))
+    return out
+
+
+def _methods(cls: ast.ClassDef, fields: list[tuple[str, str, str | None]], pad: str) -> str:
+    params = "".join(f", {n}: {a}" + (f" = {d}" if d is not None else "") for n, a, d in fields)
+    body = [f"{pad}    self.{n} = {n}" for n, _, _ in fields]
+    if any(isinstance(s, ast.FunctionDef) and s.name == "__post_init__" for s in cls.body):
+        body.append(f"{pad}    self.__post_init__()")
+    if not body:
+        body = [f"{pad}    pass"]
+    mine = "".join(f"self.{n}, " for n, _, _ in fields)
+    theirs = "".join(f"other.{n}, " for n, _, _ in fields)
+    return "\n".join(
+        [
+            f"{pad}def __init__(self{params}) -> None:",
+            *body,
+            "",
+            f"{pad}def __eq__(self, other: object) -> bool:",
+            f"{pad}    if not isinstance(other, {cls.name})"
+            " or other.__class__ is not self.__class__:",
+            f"{pad}        return NotImplemented",
+            f"{pad}    return ({mine}) == ({theirs})",
+            "",
+            f"{pad}def __hash__(self) -> int:",
+            f"{pad}    return hash(({mine}))",
+            "",
+        ]
+    )
+
+
+def add_methods(text: str, decorator: str = "@value") -> str:
+    """`text` with each plain `@value` class's methods written out and its decorator set to
+    DECORATOR_PLAIN; every other `@value` gets DECORATOR_DEFAULT."""
+    tree = ast.parse(text)
+    lines = text.split("\n")
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, lines replaced, new lines)
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        decos = [d for d in cls.decorator_list if isinstance(d, ast.Name) and d.id == "value"]
+        if not decos:
+            continue
+        deco_line = decos[0].lineno - 1
+        fields = _fields(cls, text)
+        if fields is None:
+            edits.append((deco_line, 1, [lines[deco_line].replace(decorator, DECORATOR_DEFAULT)]))
+            continue
+        first = cls.body[0]
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        pad = " " * first.col_offset
+        at = (first.end_lineno or first.lineno) if docstring else first.lineno - 1
+        edits.append((at, 0, ["", _methods(cls, fields, pad)]))
+        edits.append((deco_line, 1, [lines[deco_line].replace(decorator, DECORATOR_PLAIN)]))
+    for start, n, new in sorted(edits, key=lambda e: e[0], reverse=True):
+        lines[start : start + n] = new
+    return "\n".join(lines)
+
+
 def transform(text: str) -> str:
-    """For mypyc only: `@value` -> `@dataclass(unsafe_hash=True)` (with its import); a class
-    on a base mypyc cannot compile natively gets `@mypyc_attr(native_class=False)`."""
+    """For mypyc only: `@value` -> `@dataclass`, its methods written out (add_methods), or
+    `@dataclass(unsafe_hash=True)` (with the import); a class on a base mypyc cannot compile
+    natively gets `@mypyc_attr(native_class=False)`."""
     head = "from __future__ import annotations\n"
     imports = ""
     if NON_NATIVE.search(text):
         text = NON_NATIVE.sub(r"@_mypyc_attr(native_class=False)\n\1", text)
         imports += NON_NATIVE_IMPORTS
     if VALUE_DECORATOR.search(text):
-        text = VALUE_DECORATOR.sub("@_mypyc_dataclass(unsafe_hash=True)", text)
+        text = add_methods(text)
         imports += "from dataclasses import dataclass as _mypyc_dataclass\n"
     if not imports:
         return text

@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from metaquorum.core import auto_join, check_quorum, discovery, fetch_snapshot, update_voter
 from metaquorum.core.effects import AppendEntries, FlushLog, SendResponse, TruncateLog
@@ -40,7 +40,7 @@ from metaquorum.core.rpc_common import (
     validate_leader_only_request,
 )
 from metaquorum.core.states import FollowerState, LeaderState, UnattachedState
-from metaquorum.core.value import replace
+from metaquorum.core.value import replace, value
 from metaquorum.protocol.errors import Errors
 from metaquorum.protocol.messages import FetchRequestData, FetchResponseData
 
@@ -240,7 +240,8 @@ def is_voter_fetch(ctx: RaftContext, replica_id: int, p: FetchRequestData.FetchP
     return ctx.voters.is_voter(replica_key(replica_id, p.replica_directory_id))
 
 
-class FetchCompletion(NamedTuple):
+@value
+class FetchCompletion:
     """What `try_complete_fetch_request` decided: the response and its records, whether the
     fetcher diverged (or must load a snapshot), and whether its offset moved the HW (then
     parked fetches may complete: `complete_purgatory`)."""
@@ -322,7 +323,13 @@ def handle_fetch_request(ctx: RaftContext, event: RequestReceived) -> None:
     leader = ctx.state
     if voter and isinstance(leader, LeaderState) and p.current_leader_epoch == ctx.state.epoch:
         leader.data.progress.fetch_arrived(replica_id, event.source)
-    response, entries, diverged, hw_moved = try_complete_fetch_request(ctx, replica_id, p, voter)
+    done = try_complete_fetch_request(ctx, replica_id, p, voter)
+    response, entries, diverged, hw_moved = (
+        done.response,
+        done.entries,
+        done.diverged,
+        done.hw_moved,
+    )
     part = response.responses[0].partitions[0]
     hw = ctx.high_watermark
     follower_hw = None if p.high_watermark == INT64_MAX else p.high_watermark

@@ -8,7 +8,6 @@ nothing; `OffsetAndEpoch` orders by epoch first, then offset, exactly like Kafka
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NewType
 
 from metaquorum.core.value import value
@@ -21,12 +20,26 @@ NO_LEADER = NodeId(-1)
 NO_EPOCH = Epoch(-1)
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@value
 class OffsetAndEpoch:
-    """A log position compared as (epoch, offset): Kafka's `OffsetAndEpoch.compareTo`."""
+    """A log position compared as (epoch, offset): Kafka's `OffsetAndEpoch.compareTo`. (A
+    `@value` with its order written out, as `order=True` would: a frozen dataclass's `__init__`
+    is several times slower, and the compiled build compiles these, issue 28.)"""
 
     epoch: int
     offset: int
+
+    def __lt__(self, other: OffsetAndEpoch) -> bool:
+        return (self.epoch, self.offset) < (other.epoch, other.offset)
+
+    def __le__(self, other: OffsetAndEpoch) -> bool:
+        return (self.epoch, self.offset) <= (other.epoch, other.offset)
+
+    def __gt__(self, other: OffsetAndEpoch) -> bool:
+        return (self.epoch, self.offset) > (other.epoch, other.offset)
+
+    def __ge__(self, other: OffsetAndEpoch) -> bool:
+        return (self.epoch, self.offset) >= (other.epoch, other.offset)
 
     def __str__(self) -> str:
         return f"(offset={self.offset}, epoch={self.epoch})"

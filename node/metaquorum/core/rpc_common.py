@@ -78,8 +78,11 @@ def directory_uuid(directory_id: str | None) -> Uuid:
 
 
 def replica_key(replica_id: int, directory: Uuid) -> ReplicaKey:
-    """Kafka's `ReplicaKey.of(id, directoryId)`: a ZERO directory id means none."""
-    return ReplicaKey(replica_id, None if directory == Uuid.ZERO else _uuid_text(directory))
+    """Kafka's `ReplicaKey.of(id, directoryId)`: a ZERO directory id means none. (By its two
+    halves, not `Uuid.__eq__` / `__hash__`: those are interpreted even in the compiled build, and
+    every Fetch names a directory.)"""
+    msb, lsb = directory.most_significant_bits, directory.least_significant_bits
+    return ReplicaKey(replica_id, None if msb == 0 and lsb == 0 else _uuid_text(msb, lsb))
 
 
 # A quorum has a handful of directory ids and every Fetch names one: parse and print each once
@@ -90,8 +93,8 @@ def _parse_uuid(text: str) -> Uuid:
 
 
 @lru_cache(maxsize=256)
-def _uuid_text(uuid: Uuid) -> str:
-    return str(uuid)
+def _uuid_text(msb: int, lsb: int) -> str:
+    return str(Uuid(msb, lsb))
 
 
 def is_valid_voter_key(ctx: RaftContext, voter_id: int, directory: Uuid) -> bool:
