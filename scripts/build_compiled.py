@@ -191,11 +191,9 @@ def add_methods(text: str, decorator: str = "@value") -> str:
         if fields is None:
             edits.append((deco_line, 1, [lines[deco_line].replace(decorator, DECORATOR_DEFAULT)]))
             continue
-        first = cls.body[0]
-        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        pad = " " * first.col_offset
-        at = (first.end_lineno or first.lineno) if docstring else first.lineno - 1
-        edits.append((at, 0, ["", _methods(cls, fields, pad)]))
+        # at the end of the class body, so a default may name anything the class defines
+        pad = " " * cls.body[0].col_offset
+        edits.append((cls.end_lineno or cls.lineno, 0, ["", _methods(cls, fields, pad)]))
         edits.append((deco_line, 1, [lines[deco_line].replace(decorator, DECORATOR_PLAIN)]))
     for start, n, new in sorted(edits, key=lambda e: e[0], reverse=True):
         lines[start : start + n] = new

@@ -200,28 +200,25 @@ class ClientApi:
                 return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
             # The read index (core/read_index.py): what is answered is as of now, confirmed.
             epoch, seq = node.epoch, progress.responses_sent
-            known = node.high_watermark
+            hw = node.high_watermark
             if not node.log.start_offset <= part.fetch_offset <= node.log.end_offset:
                 return self._response(Errors.OFFSET_OUT_OF_RANGE, b"")
             remaining = deadline - asyncio.get_running_loop().time()
-            if known is None:
+            if hw is None:
                 # A leader new in its epoch knows no HW until an entry of the epoch commits
                 # (KIP-595): no answer may claim one. Read as 0, a read from the end of the log
                 # was answered "nothing committed at or above 0" (a stale read: nemesis-short,
                 # porcupine Illegal, the new leader's first commit slower than MaxWaitMs).
                 if remaining <= 0:
                     return self._response(Errors.NONE, b"", UNKNOWN_HW)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._hw_event.wait(), remaining)
-                continue
-            hw = known
-            records = b""
-            if part.fetch_offset < hw:
-                records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
-            if records or remaining <= 0:
-                if not await self._confirmed(epoch, seq):
-                    return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
-                return self._response(Errors.NONE, records, hw)
+            else:
+                records = b""
+                if part.fetch_offset < hw:
+                    records = await self._read_committed(part.fetch_offset, hw, request.max_bytes)
+                if records or remaining <= 0:
+                    if not await self._confirmed(epoch, seq):
+                        return self._response(Errors.NOT_LEADER_OR_FOLLOWER, b"")
+                    return self._response(Errors.NONE, records, hw)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._hw_event.wait(), remaining)
 

@@ -74,7 +74,8 @@ VALUE_SRC = (
     "@value\nclass C:\n    xs: list[int] = field(default_factory=list)\n\n\n"
     "@value\nclass D:\n    n: int\n    m: int = 0\n\n"
     "    def __post_init__(self) -> None:\n        self.m = self.n * 2\n\n\n"
-    "@value\nclass E:\n    pass\n"
+    "@value\nclass E:\n    pass\n\n\n"
+    "@value\nclass F:\n    LIMIT = 3\n    m: int = LIMIT\n"  # a default naming the class's own
 )
 
 
@@ -90,10 +91,10 @@ def test_value_classes_become_dataclasses_mypyc_compiles() -> None:
     `field(...)` keeps `@dataclass(unsafe_hash=True)`."""
     out = bc.transform(VALUE_SRC)
     assert "@value" not in out
-    assert out.count("@_mypyc_dataclass\nclass") == 4
+    assert out.count("@_mypyc_dataclass\nclass") == 5
     assert out.count("@_mypyc_dataclass(unsafe_hash=True)\nclass C:") == 1
-    assert out.count("def __init__(self") == 4
-    assert '    """doc"""\n\n    def __init__(self, y: int = 0, z: str | None = None)' in out
+    assert out.count("def __init__(self") == 5
+    assert "    z: str | None = None\n\n    def __init__(self, y: int = 0, z: str | None" in out
     assert (
         "from __future__ import annotations\n\n"
         "from dataclasses import dataclass as _mypyc_dataclass\n" in out
@@ -119,6 +120,8 @@ def test_the_written_methods_behave_as_the_dataclass_ones() -> None:
         ("D", (4,), {}),
         ("D", (4, 9), {}),
         ("E", (), {}),
+        ("F", (), {}),
+        ("F", (7,), {}),
     ]
     for name, args, kwargs in cases:
         a, b = ours[name](*args, **kwargs), theirs[name](*args, **kwargs)
