@@ -8,7 +8,7 @@ import threading
 
 
 class TcpProxy:
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int) -> None:  # may be set later, before a client connects
         self.target_port = target_port
         self.port = 0
         self.blocked = False

@@ -69,11 +69,15 @@ def test_sigstop_follower_then_leader(tmp_path: Path) -> None:
 
 def _partitioned_quorum(tmp_path: Path) -> tuple[LocalQuorum, dict[tuple[int, int], TcpProxy]]:
     """3 voters where every directed pair (src -> dst) goes through its own proxy."""
+    # The proxies listen before the quorum picks its free ports: bound after, a proxy's
+    # ephemeral port could be a node's, and that node would fail to start.
+    unbound = [TcpProxy(0) for _ in range(6)]
     q = LocalQuorum(tmp_path, 3, extra=FAST)
     q.write_configs()
-    proxies = {
-        (s, d): TcpProxy(q.nodes[d].port) for s in q.voter_ids for d in q.voter_ids if s != d
-    }
+    pairs = [(s, d) for s in q.voter_ids for d in q.voter_ids if s != d]
+    proxies = dict(zip(pairs, unbound, strict=True))
+    for (_, d), p in proxies.items():
+        p.target_port = q.nodes[d].port
     for s in q.voter_ids:
         node = q.nodes[s]
         voters = ",".join(

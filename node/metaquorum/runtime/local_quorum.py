@@ -248,7 +248,23 @@ class LocalQuorum:
             if found is not None and found[1] >= min_epoch:
                 return found
             time.sleep(0.05)
-        raise TimeoutError(f"no leader within {timeout_s}s: {self.statuses()}")
+        raise TimeoutError(f"no leader within {timeout_s}s: {self.statuses()}{self.unanswered()}")
+
+    def unanswered(self, lines: int = 5) -> str:
+        """For each started node whose /status does not answer: whether its process exited
+        (and how) and the tail of its log, so a timeout names a dead node's cause."""
+        out = []
+        for nid, node in self.nodes.items():
+            if node.process is None or node.status() is not None:
+                continue
+            rc = node.process.poll()
+            state = "running, /status not answering" if rc is None else f"exited rc={rc}"
+            try:
+                tail = node.log_path.read_text(errors="replace").splitlines()[-lines:]
+            except OSError:
+                tail = []
+            out.append(f"\n  node {nid}: {state}; log tail:" + "".join(f"\n    {t}" for t in tail))
+        return "".join(out)
 
 
 def _status_line(q: LocalQuorum, started: float, last: dict[str, float]) -> str:
