@@ -1,7 +1,7 @@
-"""Build the compiled hot path (issue 28, docs/performance.md rounds 7-8): mypyc over the Raft
-core, the record-batch codec, the protocol's byte reader, the runtime modules a committed write
-runs through (driver, server, connections, frame codec, storage thread and log) and the
-simulator, in a COPY of the package.
+"""Build the compiled hot path (issue 28, docs/performance.md rounds 7-8 and 11): mypyc over the
+Raft core, the record-batch codec, the protocol's byte reader, primitive writers and generated
+message modules, the runtime modules a committed write runs through (driver, server,
+connections, frame codec, storage thread and log) and the simulator, in a COPY of the package.
 
 Role: `make compiled` runs this. It copies `node/metaquorum` to `build/compiled/metaquorum`,
 compiles `COMPILED` there with mypyc (C extension modules next to their .py files) and leaves
@@ -16,6 +16,8 @@ file beside the tree, so one builds and the other finds the stamp current. One t
 applied to the copy only: `@value` (core/value.py: frozen to mypy, a plain slotted dataclass at
 run time) becomes `@dataclass(unsafe_hash=True)`, the decorator mypyc compiles into a native
 class; the source stays checked as frozen by `make lint`, so no code assigns a field either way.
+The generated message modules and `protocol/_codec.py` get scripts/compiled_structs.py's
+transform (their nested structs hoisted, their methods written out).
 
 Usage: python scripts/build_compiled.py [--out DIR] [--force]   (prints the tree's path)
 """
@@ -33,6 +35,10 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compiled_structs
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "node" / "metaquorum"
@@ -46,6 +52,7 @@ INTERPRETED = {
     "protocol/records/__init__.py",
     "sim/__init__.py",
     "sim/__main__.py",
+    "protocol/messages/__init__.py",
 }
 COMPILED_GLOBS = (
     "core/*.py",
@@ -67,6 +74,8 @@ COMPILED_GLOBS = (
     "runtime/raft_metrics.py",
     "runtime/records_bridge.py",
     "runtime/server.py",
+    "runtime/snapshot_policy.py",
+    "runtime/state_machine.py",
     "runtime/storage_io.py",
     "storage/log.py",
     "storage/segment.py",
@@ -74,6 +83,11 @@ COMPILED_GLOBS = (
     # event once the core was compiled; `membership` 28-39k -> 53-57k events/s. The sim tier's
     # planted bugs replace functions, so that tier runs the pure package (Makefile).
     "sim/*.py",
+    # Round 11: the generated message classes and their codecs (scripts/compiled_structs.py
+    # hoists their nested structs and writes their methods out in the copy).
+    "protocol/messages/*.py",
+    "protocol/_codec.py",
+    "protocol/types.py",
 )
 VALUE_DECORATOR = re.compile(r"^@value$", re.MULTILINE)
 
@@ -91,6 +105,7 @@ def stamp() -> str:
     h = hashlib.sha256()
     h.update(f"{sys.version} {sysconfig.get_platform()} mypy {mypy.version.__version__}".encode())
     h.update(Path(__file__).read_bytes())
+    h.update(Path(compiled_structs.__file__).read_bytes())
     for p in sorted(SOURCE.rglob("*.py")):
         if "__pycache__" in p.parts:
             continue
@@ -115,8 +130,9 @@ NON_NATIVE_IMPORTS = (
 # such a class natively, but the methods `dataclasses` writes at run time stay interpreted
 # (`exec`'d: `<string>:2(__init__)` under cProfile; on the simulator ~100k of them per 27k
 # events: ElectionState, OffsetAndEpoch, Step, ReplicaKey, the events and effects). So a plain
-# `@value` class (annotated fields with or without a default: no `field(...)`, `ClassVar`, base
-# class, or method of those names) gets written out what `dataclasses` would generate --
+# `@value` class (annotated fields with or without a default, or a `field(...)` as FIELD_KEYWORDS
+# below allows; no `ClassVar`, base class, or method of those names) gets written out what
+# `dataclasses` would generate --
 # `__init__` (the fields in order, their defaults, then `__post_init__` if defined), `__eq__`
 # (same class and equal field tuples, else NotImplemented), `__hash__` (the field tuple's) -- and
 # plain `@dataclass`, which keeps the methods a class defines (its `__hash__` too: eq=True with
@@ -127,11 +143,29 @@ DECORATOR_DEFAULT = "@_mypyc_dataclass(unsafe_hash=True)"
 METHODS = {"__init__", "__eq__", "__hash__"}
 
 
-def _fields(cls: ast.ClassDef, text: str) -> list[tuple[str, str, str | None]] | None:
-    """(name, annotation, default source) per field, or None when the class is not plain."""
+# A field given as `field(...)` is written out too when it sets only `default`,
+# `default_factory` (the parameter defaults to a sentinel and the body calls the factory: None
+# may be a value) and `compare`/`repr` (a `compare=False` field is left out of `__eq__` and
+# `__hash__`, as dataclasses does; `repr` stays the dataclass's own). Anything else (`init=False`,
+# `hash=`, ...) leaves the class to dataclasses.
+FIELD_KEYWORDS = {"default", "default_factory", "compare", "repr"}
+UNSET = "_MYPYC_UNSET"
+UNSET_DEF = "_MYPYC_UNSET: _MypycAny = object()  # a default_factory field was not given\n"
+
+
+class _Field(NamedTuple):
+    name: str
+    ann: str
+    default: str | None  # source of the default value
+    factory: str | None  # source of the default factory
+    compare: bool
+
+
+def _fields(cls: ast.ClassDef, text: str) -> list[_Field] | None:
+    """The fields, or None when the class is not plain."""
     if cls.bases or cls.keywords:
         return None
-    out: list[tuple[str, str, str | None]] = []
+    out: list[_Field] = []
     for node in cls.body:
         if isinstance(node, ast.FunctionDef) and node.name in METHODS:
             return None
@@ -140,27 +174,47 @@ def _fields(cls: ast.ClassDef, text: str) -> list[tuple[str, str, str | None]] |
         ann = ast.get_source_segment(text, node.annotation) or ""
         if "ClassVar" in ann or "InitVar" in ann:
             return None
-        default = None
-        if node.value is not None:
-            if isinstance(node.value, ast.Call):
-                return None  # field(...) or a call evaluated once: left to dataclasses
-            default = ast.get_source_segment(text, node.value)
-        out.append((node.target.id, ann, default))
+        name, value = node.target.id, node.value
+        if value is None:
+            out.append(_Field(name, ann, None, None, True))
+        elif not isinstance(value, ast.Call):
+            out.append(_Field(name, ann, ast.get_source_segment(text, value), None, True))
+        else:
+            kw = {k.arg: k.value for k in value.keywords}
+            if ast.unparse(value.func) != "field" or value.args or set(kw) - FIELD_KEYWORDS:
+                return None  # a call evaluated once, or a field dataclasses must handle
+            if "default" in kw and "default_factory" in kw:
+                return None
+            compare = kw.get("compare")
+            if compare is not None and not isinstance(compare, ast.Constant):
+                return None
+            src = {k: ast.get_source_segment(text, v) for k, v in kw.items()}
+            keep = compare is None or bool(compare.value)
+            out.append(_Field(name, ann, src.get("default"), src.get("default_factory"), keep))
     return out
 
 
-def _methods(cls: ast.ClassDef, fields: list[tuple[str, str, str | None]], pad: str) -> str:
-    params = "".join(f", {n}: {a}" + (f" = {d}" if d is not None else "") for n, a, d in fields)
-    body = [f"{pad}    self.{n} = {n}" for n, _, _ in fields]
+def _methods(cls: ast.ClassDef, fields: list[_Field], pad: str) -> str:
+    params, body = [], []
+    for f in fields:
+        if f.factory is not None:
+            params.append(f", {f.name}: _MypycAny = {UNSET}")
+            new = f"{f.factory}() if {f.name} is {UNSET} else {f.name}"
+            body.append(f"{pad}    self.{f.name} = {new}")
+        else:
+            default = f" = {f.default}" if f.default is not None else ""
+            params.append(f", {f.name}: {f.ann}{default}")
+            body.append(f"{pad}    self.{f.name} = {f.name}")
     if any(isinstance(s, ast.FunctionDef) and s.name == "__post_init__" for s in cls.body):
         body.append(f"{pad}    self.__post_init__()")
     if not body:
         body = [f"{pad}    pass"]
-    mine = "".join(f"self.{n}, " for n, _, _ in fields)
-    theirs = "".join(f"other.{n}, " for n, _, _ in fields)
+    compared = [f.name for f in fields if f.compare]
+    mine = "".join(f"self.{n}, " for n in compared)
+    theirs = "".join(f"other.{n}, " for n in compared)
     return "\n".join(
         [
-            f"{pad}def __init__(self{params}) -> None:",
+            f"{pad}def __init__(self{''.join(params)}) -> None:",
             *body,
             "",
             f"{pad}def __eq__(self, other: object) -> bool:",
@@ -212,6 +266,8 @@ def transform(text: str) -> str:
     if VALUE_DECORATOR.search(text):
         text = add_methods(text)
         imports += "from dataclasses import dataclass as _mypyc_dataclass\n"
+        if UNSET in text:
+            imports += "from typing import Any as _MypycAny\n" + UNSET_DEF
     if not imports:
         return text
     if head not in text:
@@ -253,7 +309,12 @@ def build(out: Path) -> None:
     modules = compiled_modules()
     for rel in modules:
         f = pkg / rel
-        f.write_text(transform(f.read_text()))
+        text = f.read_text()
+        if rel.startswith("protocol/messages/"):
+            text = compiled_structs.transform(text)
+        elif rel == "protocol/_codec.py":
+            text = compiled_structs.transform_codec(text)
+        f.write_text(transform(text))
     env = {**os.environ, "MYPYPATH": str(tmp)}
     argv = [sys.executable, "-m", "mypyc", *[f"metaquorum/{m}" for m in modules]]
     run = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, check=False)
@@ -285,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.force or not mark.is_file() or mark.read_text().strip() != want:
             print(
                 f"build_compiled: compiling {len(compiled_modules())} modules with mypyc"
-                " (~4.5 min)",
+                " (~5.5 min)",
                 file=sys.stderr,
             )
             build(out)

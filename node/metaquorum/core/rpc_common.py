@@ -189,9 +189,11 @@ def response_failed(ctx: RaftContext, destination: int) -> None:
     ctx.requests.back_off(destination, ctx.now_ms)
 
 
+# Every code's member, looked up without `Errors(code)` (EnumMeta.__call__ and __new__: two
+# interpreted frames, ~4 per committed write; docs/performance.md round 11).
+_ERRORS: dict[int, Errors] = {int(e): e for e in Errors}
+
+
 def to_error(code: int) -> Errors:
     """An error code from the wire; unknown codes become UNKNOWN_SERVER_ERROR."""
-    try:
-        return Errors(code)
-    except ValueError:
-        return Errors.UNKNOWN_SERVER_ERROR
+    return _ERRORS.get(code, Errors.UNKNOWN_SERVER_ERROR)

@@ -20,7 +20,7 @@ import dataclasses
 import struct
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from metaquorum.protocol.api_keys import (
     API_VERSIONS,
@@ -40,10 +40,16 @@ SIZE = struct.Struct(">i")
 HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
 
 
-@dataclass(frozen=True, slots=True)
 class InboundRequest:
-    header: RequestHeaderData
-    message: Any
+    """A decoded request: its header and message. A plain class (a frozen dataclass's `__init__`
+    is exec'd, so interpreted even in the compiled build, and sets each field through
+    `object.__setattr__`: once per request); its attributes are Final to the type checker."""
+
+    __slots__ = ("header", "message")
+
+    def __init__(self, header: RequestHeaderData, message: Any) -> None:
+        self.header: Final = header
+        self.message: Final = message
 
     @property
     def api_key(self) -> int:

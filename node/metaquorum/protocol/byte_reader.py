@@ -18,13 +18,13 @@ from metaquorum.protocol.ids import UUID, Uuid
 Buffer = bytes | bytearray | memoryview
 
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
+INT8: struct.Struct = struct.Struct(">b")
+INT16: struct.Struct = struct.Struct(">h")
+INT32: struct.Struct = struct.Struct(">i")
+INT64: struct.Struct = struct.Struct(">q")
+UINT16: struct.Struct = struct.Struct(">H")
+UINT32: struct.Struct = struct.Struct(">I")
+FLOAT64: struct.Struct = struct.Struct(">d")
 
 
 MAX_INT16_STRING = 0x7FFF

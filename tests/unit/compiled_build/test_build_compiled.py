@@ -40,8 +40,9 @@ def test_compiles_the_core_records_and_reader_but_not_the_interpreted_leaves() -
     assert "runtime/driver.py" in mods and "runtime/server.py" in mods and "net/wire.py" in mods
     assert "runtime/client_api.py" not in mods  # its tests drive it with a duck-typed driver
     assert "sim/cluster.py" in mods and "sim/__main__.py" not in mods
+    assert "protocol/messages/fetch.py" in mods and "protocol/messages/__init__.py" not in mods
     allowed = ("core/", "protocol/records/", "protocol/byte_reader", "runtime/", "net/", "storage/")
-    allowed += ("sim/",)
+    allowed += ("sim/", "protocol/messages/", "protocol/_codec.py", "protocol/types.py")
     assert all(m.startswith(allowed) for m in mods)
 
 
@@ -76,6 +77,11 @@ VALUE_SRC = (
     "    def __post_init__(self) -> None:\n        self.m = self.n * 2\n\n\n"
     "@value\nclass E:\n    pass\n\n\n"
     "@value\nclass F:\n    LIMIT = 3\n    m: int = LIMIT\n"  # a default naming the class's own
+    "\n\n@value\nclass G:\n    n: int\n"
+    "    d: dict[int, int] = field(default_factory=dict, compare=False, repr=False)\n"
+    "    t: tuple[int, ...] = field(default=(), compare=True)\n"
+    "\n\n@value\nclass H:\n    n: int = 0\n    k: int = field(init=False)\n\n"
+    "    def __post_init__(self) -> None:\n        object.__setattr__(self, 'k', self.n + 1)\n"
 )
 
 
@@ -87,13 +93,14 @@ def _exec(text: str) -> dict[str, Any]:
 
 def test_value_classes_become_dataclasses_mypyc_compiles() -> None:
     """Plain `@value` classes get `__init__`, `__eq__` and `__hash__` written out (mypyc compiles
-    them; dataclasses' own are exec'd, so interpreted) and plain `@dataclass`; a class with
-    `field(...)` keeps `@dataclass(unsafe_hash=True)`."""
+    them; dataclasses' own are exec'd, so interpreted) and plain `@dataclass`, `field(...)` with a
+    default, a factory or `compare` too; a class with another field (`init=False`) keeps
+    `@dataclass(unsafe_hash=True)`."""
     out = bc.transform(VALUE_SRC)
     assert "@value" not in out
-    assert out.count("@_mypyc_dataclass\nclass") == 5
-    assert out.count("@_mypyc_dataclass(unsafe_hash=True)\nclass C:") == 1
-    assert out.count("def __init__(self") == 5
+    assert out.count("@_mypyc_dataclass\nclass") == 7
+    assert out.count("@_mypyc_dataclass(unsafe_hash=True)\nclass H:") == 1  # init=False
+    assert out.count("def __init__(self") == 7
     assert "    z: str | None = None\n\n    def __init__(self, y: int = 0, z: str | None" in out
     assert (
         "from __future__ import annotations\n\n"
@@ -122,6 +129,10 @@ def test_the_written_methods_behave_as_the_dataclass_ones() -> None:
         ("E", (), {}),
         ("F", (), {}),
         ("F", (7,), {}),
+        ("G", (1,), {}),
+        ("G", (1, {2: 3}), {}),
+        ("G", (1,), {"t": (4,)}),
+        ("H", (2,), {}),
     ]
     for name, args, kwargs in cases:
         a, b = ours[name](*args, **kwargs), theirs[name](*args, **kwargs)
@@ -137,6 +148,11 @@ def test_the_written_methods_behave_as_the_dataclass_ones() -> None:
         assert dataclasses.replace(a) == a
     assert ours["A"](1) != ours["A"](2) and ours["B"](1) != ours["B"](1, "z")
     assert ours["D"](4).m == 8  # __post_init__ ran
+    for scope in (ours, theirs):  # compare=False: out of eq and hash; a fresh dict each
+        g = scope["G"]
+        assert g(1, {2: 3}) == g(1) and hash(g(1, {2: 3})) == hash(g(1))
+        assert g(1).d is not g(1).d and g(1) != g(1, t=(5,))
+        assert scope["H"](2).k == 3
     for name, args in (("A", ()), ("A", (1, 2)), ("B", (1, "z", 3))):
         for scope in (ours, theirs):
             with pytest.raises(TypeError):

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from metaquorum.protocol import codegen
+
+# The source tree's: on the compiled build (PYTHONPATH=build/compiled) codegen's own directory
+# holds the build's transformed copies (scripts/compiled_structs.py), not what codegen writes.
+SOURCE_MESSAGES = Path(__file__).resolve().parents[3] / "node/metaquorum/protocol/messages"
+
+
+@pytest.fixture(autouse=True)
+def _source_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codegen, "MESSAGES_DIR", SOURCE_MESSAGES)
 
 
 def test_generated_files_are_fresh() -> None:

@@ -1,0 +1,229 @@
+"""The compiled build's transform of the generated message modules (`protocol/messages/*.py`),
+so that mypyc compiles their classes natively (issue 28, docs/performance.md round 11).
+
+Role: scripts/build_compiled.py applies `transform(text)` to its COPY of each generated module;
+the sources (and so the pure-Python package, the reference) are untouched.
+
+Why: a generated message is `@_codec.struct` (a slotted dataclass at run time) with its structs
+nested as classes in it (`FetchRequestData.FetchTopic`), as Kafka's generated Java is. mypyc
+rejects a class in a class body, and a dataclass's `__init__` is exec'd at run time, so both
+stayed interpreted: ~50k interpreted `__init__`s per 27k simulated events, and about 15% of a
+committed write under cProfile (rounds 5 and 8).
+
+What the copy becomes, per module:
+- each nested struct `Outer.Inner` is hoisted to a top-level class `Outer_Inner` placed before
+  `Outer`, and every `Outer.Inner` in the module is rewritten to `Outer_Inner` (the codecs then
+  call the native constructor directly);
+- `Outer`'s body keeps the name for the type checker, as `Inner: TypeAlias = Outer_Inner`, so
+  code elsewhere that writes `FetchRequestData.FetchTopic` still type-checks under mypyc; after
+  the class, `_mypyc_nest` makes the name real at run time (`setattr`; mypyc compiles the alias
+  away) and sets `Inner.__qualname__` to `Outer.Inner`;
+- `@_codec.struct` becomes a plain `@dataclass` with `__init__`, `__eq__` and `__repr__` written
+  out as `dataclasses` would write them (a `field(default_factory=F)` parameter defaults to a
+  sentinel, and the body calls F when it was not given: None may be a value). A field this
+  cannot write (any other `field(...)`) stops the build: the dataclass's own `__init__` would
+  take the aliases as fields. Structs stay unhashable, as in the pure build (eq without frozen).
+  After each class, `_mypyc_fields` sets the dataclass's fields (and `__match_args__`) to the
+  struct's: mypyc hands `dataclasses` the class variables (API_KEY, ...) and the aliases as
+  annotations, so `fields()`, `replace()` and `astuple()` would see them too.
+
+Invariants: only `@_codec.struct` classes change; the generated codecs' logic is untouched. The
+compiled tier checks the result: the unit tier (round trips, goldens against Kafka's bytes) runs
+on the compiled build, and tests/unit/compiled_build/test_compiled_structs.py compares the
+written methods with the dataclass ones on real generated modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+STRUCT = "_codec.struct"
+DECORATOR = "@_mypyc_dataclass"
+IMPORTS = (
+    "from dataclasses import dataclass as _mypyc_dataclass\n"
+    "from typing import Any as _MypycAny, TypeAlias as _MypycTypeAlias\n"
+)
+HELPERS = '''
+_MYPYC_UNSET: _MypycAny = object()  # a field with a default factory was not given
+
+
+def _mypyc_nest(outer: _MypycAny, name: str, inner: _MypycAny) -> None:
+    """`outer.name` is `inner` at run time, as the pure build's nested class is."""
+    setattr(outer, name, inner)
+    inner.__qualname__ = outer.__qualname__ + "." + name
+
+
+def _mypyc_fields(cls: _MypycAny, names: tuple[str, ...]) -> None:
+    """The dataclass's fields are the struct's: mypyc hands `dataclasses` its class variables
+    and type aliases as annotations too."""
+    every = cls.__dataclass_fields__
+    setattr(cls, "__dataclass_fields__", {n: every[n] for n in names})
+    setattr(cls, "__match_args__", names)
+'''
+
+
+def _is_struct(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ClassDef) and any(
+        ast.unparse(d) == STRUCT for d in node.decorator_list
+    )
+
+
+def _segment(lines: list[str], node: ast.stmt) -> list[str]:
+    """The node's source lines, decorators included."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return lines[first - 1 : node.end_lineno]
+
+
+def hoist(text: str) -> str:
+    """Nested struct classes moved to the top level as `Outer_Inner` (see the module doc)."""
+    tree = ast.parse(text)
+    lines = text.split("\n")
+    edits: list[tuple[int, int, list[str]]] = []  # (first line index, count, replacement)
+    pairs: list[tuple[str, str]] = []
+    for outer in tree.body:
+        if not _is_struct(outer):
+            continue
+        assert isinstance(outer, ast.ClassDef)
+        nested = [n for n in outer.body if _is_struct(n)]
+        if not nested:
+            continue
+        hoisted: list[str] = []
+        for inner in nested:
+            assert isinstance(inner, ast.ClassDef)
+            if any(_is_struct(n) for n in inner.body):
+                raise SystemExit(f"compiled_structs: {outer.name}.{inner.name} nests a struct")
+            pairs.append((outer.name, inner.name))
+            seg = [ln[4:] if ln.startswith("    ") else ln for ln in _segment(lines, inner)]
+            seg = [re.sub(rf"^class {inner.name}\b", f"class {outer.name}_{inner.name}", ln)
+                   for ln in seg]  # fmt: skip
+            hoisted += [*seg, "", ""]
+            first = min([inner.lineno, *(d.lineno for d in inner.decorator_list)]) - 1
+            alias = (
+                f"    {inner.name}: _MypycTypeAlias = {outer.name}_{inner.name}"
+                "  # type: ignore[misc]"
+            )
+            edits.append((first, (inner.end_lineno or inner.lineno) - first, [alias]))
+        start = min([outer.lineno, *(d.lineno for d in outer.decorator_list)]) - 1
+        nest = [f'_mypyc_nest({outer.name}, "{i.name}", {outer.name}_{i.name})' for i in nested]
+        edits.append(((outer.end_lineno or outer.lineno), 0, ["", *nest]))
+        edits.append((start, 0, hoisted))
+    for first, n, new in sorted(edits, key=lambda e: (e[0], -e[1]), reverse=True):
+        lines[first : first + n] = new
+    out = "\n".join(lines)
+    for o, i in pairs:
+        out = re.sub(rf"\b{o}\.{i}\b", f"{o}_{i}", out)
+    return out
+
+
+def _fields(cls: ast.ClassDef, text: str) -> list[tuple[str, str, str | None, str | None]] | None:
+    """(name, annotation, default source, default factory source) per field; None when a field
+    is not one this can write."""
+    out: list[tuple[str, str, str | None, str | None]] = []
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("__init__", "__eq__", "__repr__"):
+            return None
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
+            continue
+        ann = ast.get_source_segment(text, node.annotation) or ""
+        if "ClassVar" in ann or "TypeAlias" in ann:
+            continue
+        if node.value is None:
+            out.append((node.target.id, ann, None, None))
+        elif isinstance(node.value, ast.Call):
+            call = node.value
+            if ast.unparse(call.func) != "field" or call.args or len(call.keywords) != 1:
+                return None
+            if call.keywords[0].arg != "default_factory":
+                return None
+            factory = ast.get_source_segment(text, call.keywords[0].value)
+            out.append((node.target.id, ann, None, factory))
+        else:
+            out.append((node.target.id, ann, ast.get_source_segment(text, node.value), None))
+    return out
+
+
+def _methods(name: str, fields: list[tuple[str, str, str | None, str | None]], pad: str) -> str:
+    params, body = [], []
+    for f, ann, default, factory in fields:
+        if factory is not None:  # "not given" is a sentinel: None may be a value (nullable)
+            params.append(f", {f}: _MypycAny = _MYPYC_UNSET")
+            new = "[]" if factory == "list" else f"{factory}()"
+            body.append(f"{pad}    self.{f} = {new} if {f} is _MYPYC_UNSET else {f}")
+        else:
+            params.append(f", {f}: {ann}" + (f" = {default}" if default is not None else ""))
+            body.append(f"{pad}    self.{f} = {f}")
+    mine = "".join(f"self.{f}, " for f, *_ in fields)
+    theirs = "".join(f"other.{f}, " for f, *_ in fields)
+    shown = ", ".join(f"{f}={{self.{f}!r}}" for f, *_ in fields)
+    return "\n".join(
+        [
+            f"{pad}def __init__(self{''.join(params)}) -> None:",
+            *(body or [f"{pad}    pass"]),
+            "",
+            f"{pad}def __eq__(self, other: object) -> bool:",
+            f"{pad}    if other.__class__ is not self.__class__:",
+            f"{pad}        return NotImplemented",
+            f"{pad}    assert isinstance(other, {name})",
+            f"{pad}    return ({mine}) == ({theirs})",
+            "",
+            f"{pad}def __repr__(self) -> str:",
+            f'{pad}    return f"{{self.__class__.__qualname__}}({shown})"',
+            "",
+        ]
+    )
+
+
+def add_methods(text: str) -> str:
+    """Each `@_codec.struct` class made `@_mypyc_dataclass`, with its methods written out."""
+    tree = ast.parse(text)
+    lines = text.split("\n")
+    edits: list[tuple[int, int, list[str]]] = []
+    for cls in (n for n in tree.body if _is_struct(n)):
+        assert isinstance(cls, ast.ClassDef)
+        deco = next(d for d in cls.decorator_list if ast.unparse(d) == STRUCT)
+        fields = _fields(cls, text)
+        if fields is None:  # its type aliases would become dataclass fields: never half-done
+            raise SystemExit(f"compiled_structs: cannot write the methods of {cls.name}")
+        pad = " " * cls.body[0].col_offset
+        names = "".join(f'"{f}", ' for f, *_ in fields)
+        fix = f"_mypyc_fields({cls.name}, ({names}))"
+        edits.append((cls.end_lineno or cls.lineno, 0, ["", _methods(cls.name, fields, pad), fix]))
+        edits.append((deco.lineno - 1, 1, [DECORATOR]))
+    for first, n, new in sorted(edits, key=lambda e: e[0], reverse=True):
+        lines[first : first + n] = new
+    return "\n".join(lines)
+
+
+def transform(text: str) -> str:
+    """A generated message module's text as the compiled build compiles it."""
+    head = "from __future__ import annotations\n"
+    if STRUCT not in text:
+        return text
+    if head not in text:
+        raise SystemExit("compiled_structs: a message module lacks `from __future__ import`")
+    text = add_methods(hoist(text))
+    return text.replace(head, head + "\n" + IMPORTS + HELPERS, 1)
+
+
+CODEC_STRUCT = re.compile(
+    r"^if TYPE_CHECKING:\n\n    @dataclass_transform.*?\n\nelse:\n\n    def struct\(cls\):"
+    r".*?return dataclass\(cls, slots=True\)\n",
+    re.S | re.M,
+)
+CODEC_PLAIN = (
+    "def struct(cls: type[_T]) -> type[_T]:\n"
+    '    """The compiled build\'s copy: the pure build\'s run-time `struct` (no message module\n'
+    '    of this copy calls it: compiled_structs.transform rewrote them)."""\n'
+    "    return dataclass(cls, slots=True)\n"
+)
+
+
+def transform_codec(text: str) -> str:
+    """`protocol/_codec.py` for mypyc: its `struct` is split on TYPE_CHECKING (frozen to mypy, a
+    plain slotted dataclass at run time), and mypyc compiles only the TYPE_CHECKING side, whose
+    body is `...`; the copy keeps the run-time one."""
+    out, n = CODEC_STRUCT.subn(CODEC_PLAIN, text)
+    if n != 1:
+        raise SystemExit("compiled_structs: protocol/_codec.py's `struct` is not where expected")
+    return out
