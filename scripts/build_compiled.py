@@ -35,7 +35,6 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compiled_structs
@@ -130,9 +129,9 @@ NON_NATIVE_IMPORTS = (
 # such a class natively, but the methods `dataclasses` writes at run time stay interpreted
 # (`exec`'d: `<string>:2(__init__)` under cProfile; on the simulator ~100k of them per 27k
 # events: ElectionState, OffsetAndEpoch, Step, ReplicaKey, the events and effects). So a plain
-# `@value` class (annotated fields with or without a default, or a `field(...)` as FIELD_KEYWORDS
-# below allows; no `ClassVar`, base class, or method of those names) gets written out what
-# `dataclasses` would generate --
+# `@value` class (annotated fields with or without a default, or a `field(...)` as
+# compiled_structs.FIELD_KEYWORDS allows; no `ClassVar`, base class, or method of those names)
+# gets written out what `dataclasses` would generate (compiled_structs.write_methods) --
 # `__init__` (the fields in order, their defaults, then `__post_init__` if defined), `__eq__`
 # (same class and equal field tuples, else NotImplemented), `__hash__` (the field tuple's) -- and
 # plain `@dataclass`, which keeps the methods a class defines (its `__hash__` too: eq=True with
@@ -143,91 +142,15 @@ DECORATOR_DEFAULT = "@_mypyc_dataclass(unsafe_hash=True)"
 METHODS = {"__init__", "__eq__", "__hash__"}
 
 
-# A field given as `field(...)` is written out too when it sets only `default`,
-# `default_factory` (the parameter defaults to a sentinel and the body calls the factory: None
-# may be a value) and `compare`/`repr` (a `compare=False` field is left out of `__eq__` and
-# `__hash__`, as dataclasses does; `repr` stays the dataclass's own). Anything else (`init=False`,
-# `hash=`, ...) leaves the class to dataclasses.
-FIELD_KEYWORDS = {"default", "default_factory", "compare", "repr"}
-UNSET = "_MYPYC_UNSET"
-UNSET_DEF = "_MYPYC_UNSET: _MypycAny = object()  # a default_factory field was not given\n"
-
-
-class _Field(NamedTuple):
-    name: str
-    ann: str
-    default: str | None  # source of the default value
-    factory: str | None  # source of the default factory
-    compare: bool
-
-
-def _fields(cls: ast.ClassDef, text: str) -> list[_Field] | None:
-    """The fields, or None when the class is not plain."""
+def _fields(cls: ast.ClassDef, text: str) -> list[compiled_structs.Field] | None:
+    """The fields (compiled_structs.read_fields), or None when the class is not plain."""
     if cls.bases or cls.keywords:
         return None
-    out: list[_Field] = []
-    for node in cls.body:
-        if isinstance(node, ast.FunctionDef) and node.name in METHODS:
-            return None
-        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
-            continue
-        ann = ast.get_source_segment(text, node.annotation) or ""
-        if "ClassVar" in ann or "InitVar" in ann:
-            return None
-        name, value = node.target.id, node.value
-        if value is None:
-            out.append(_Field(name, ann, None, None, True))
-        elif not isinstance(value, ast.Call):
-            out.append(_Field(name, ann, ast.get_source_segment(text, value), None, True))
-        else:
-            kw = {k.arg: k.value for k in value.keywords}
-            if ast.unparse(value.func) != "field" or value.args or set(kw) - FIELD_KEYWORDS:
-                return None  # a call evaluated once, or a field dataclasses must handle
-            if "default" in kw and "default_factory" in kw:
-                return None
-            compare = kw.get("compare")
-            if compare is not None and not isinstance(compare, ast.Constant):
-                return None
-            src = {k: ast.get_source_segment(text, v) for k, v in kw.items()}
-            keep = compare is None or bool(compare.value)
-            out.append(_Field(name, ann, src.get("default"), src.get("default_factory"), keep))
-    return out
+    return compiled_structs.read_fields(cls, text, methods=METHODS, skip_class_vars=False)
 
 
-def _methods(cls: ast.ClassDef, fields: list[_Field], pad: str) -> str:
-    params, body = [], []
-    for f in fields:
-        if f.factory is not None:
-            params.append(f", {f.name}: _MypycAny = {UNSET}")
-            new = f"{f.factory}() if {f.name} is {UNSET} else {f.name}"
-            body.append(f"{pad}    self.{f.name} = {new}")
-        else:
-            default = f" = {f.default}" if f.default is not None else ""
-            params.append(f", {f.name}: {f.ann}{default}")
-            body.append(f"{pad}    self.{f.name} = {f.name}")
-    if any(isinstance(s, ast.FunctionDef) and s.name == "__post_init__" for s in cls.body):
-        body.append(f"{pad}    self.__post_init__()")
-    if not body:
-        body = [f"{pad}    pass"]
-    compared = [f.name for f in fields if f.compare]
-    mine = "".join(f"self.{n}, " for n in compared)
-    theirs = "".join(f"other.{n}, " for n in compared)
-    return "\n".join(
-        [
-            f"{pad}def __init__(self{''.join(params)}) -> None:",
-            *body,
-            "",
-            f"{pad}def __eq__(self, other: object) -> bool:",
-            f"{pad}    if not isinstance(other, {cls.name})"
-            " or other.__class__ is not self.__class__:",
-            f"{pad}        return NotImplemented",
-            f"{pad}    return ({mine}) == ({theirs})",
-            "",
-            f"{pad}def __hash__(self) -> int:",
-            f"{pad}    return hash(({mine}))",
-            "",
-        ]
-    )
+def _methods(cls: ast.ClassDef, fields: list[compiled_structs.Field], pad: str) -> str:
+    return compiled_structs.write_methods(cls, fields, pad, with_hash=True, with_repr=False)
 
 
 def add_methods(text: str, decorator: str = "@value") -> str:
@@ -266,8 +189,8 @@ def transform(text: str) -> str:
     if VALUE_DECORATOR.search(text):
         text = add_methods(text)
         imports += "from dataclasses import dataclass as _mypyc_dataclass\n"
-        if UNSET in text:
-            imports += "from typing import Any as _MypycAny\n" + UNSET_DEF
+        if compiled_structs.UNSET in text:
+            imports += "from typing import Any as _MypycAny\n" + compiled_structs.UNSET_DEF
     if not imports:
         return text
     if head not in text:

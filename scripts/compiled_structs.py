@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import NamedTuple
 
 STRUCT = "_codec.struct"
 DECORATOR = "@_mypyc_dataclass"
@@ -44,9 +45,13 @@ IMPORTS = (
     "from dataclasses import dataclass as _mypyc_dataclass\n"
     "from typing import Any as _MypycAny, TypeAlias as _MypycTypeAlias\n"
 )
-HELPERS = '''
-_MYPYC_UNSET: _MypycAny = object()  # a field with a default factory was not given
-
+UNSET = "_MYPYC_UNSET"
+UNSET_DEF = f"{UNSET}: _MypycAny = object()  # a default_factory field was not given\n"
+STRUCT_METHODS = {"__init__", "__eq__", "__repr__"}
+HELPERS = (
+    "\n"
+    + UNSET_DEF
+    + '''
 
 def _mypyc_nest(outer: _MypycAny, name: str, inner: _MypycAny) -> None:
     """`outer.name` is `inner` at run time, as the pure build's nested class is."""
@@ -61,6 +66,7 @@ def _mypyc_fields(cls: _MypycAny, names: tuple[str, ...]) -> None:
     setattr(cls, "__dataclass_fields__", {n: every[n] for n in names})
     setattr(cls, "__match_args__", names)
 '''
+)
 
 
 def _is_struct(node: ast.stmt) -> bool:
@@ -116,62 +122,98 @@ def hoist(text: str) -> str:
     return out
 
 
-def _fields(cls: ast.ClassDef, text: str) -> list[tuple[str, str, str | None, str | None]] | None:
-    """(name, annotation, default source, default factory source) per field; None when a field
-    is not one this can write."""
-    out: list[tuple[str, str, str | None, str | None]] = []
+class Field(NamedTuple):
+    name: str
+    ann: str
+    default: str | None  # source of the default value
+    factory: str | None  # source of the default factory
+    compare: bool  # in __eq__ (and __hash__)
+
+
+# A `field(...)` is written out when it sets only these (`repr` stays the dataclass's own where
+# no __repr__ is written); anything else (`init=False`, `hash=`, ...) is left to dataclasses.
+FIELD_KEYWORDS = {"default", "default_factory", "compare", "repr"}
+
+
+def read_fields(
+    cls: ast.ClassDef, text: str, *, methods: set[str], skip_class_vars: bool
+) -> list[Field] | None:
+    """The class's dataclass fields; None when it defines one of `methods`, has a field this
+    cannot write, or (unless `skip_class_vars`: then they are not fields) a ClassVar/InitVar.
+    Shared by the generated structs (here) and the core's `@value` classes (build_compiled)."""
+    out: list[Field] = []
     for node in cls.body:
-        if isinstance(node, ast.FunctionDef) and node.name in ("__init__", "__eq__", "__repr__"):
+        if isinstance(node, ast.FunctionDef) and node.name in methods:
             return None
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
             continue
         ann = ast.get_source_segment(text, node.annotation) or ""
-        if "ClassVar" in ann or "TypeAlias" in ann:
-            continue
-        if node.value is None:
-            out.append((node.target.id, ann, None, None))
-        elif isinstance(node.value, ast.Call):
-            call = node.value
-            if ast.unparse(call.func) != "field" or call.args or len(call.keywords) != 1:
-                return None
-            if call.keywords[0].arg != "default_factory":
-                return None
-            factory = ast.get_source_segment(text, call.keywords[0].value)
-            out.append((node.target.id, ann, None, factory))
+        if any(k in ann for k in ("ClassVar", "InitVar", "TypeAlias")):
+            if skip_class_vars:
+                continue
+            return None
+        name, value = node.target.id, node.value
+        if value is None:
+            out.append(Field(name, ann, None, None, True))
+        elif not isinstance(value, ast.Call):
+            out.append(Field(name, ann, ast.get_source_segment(text, value), None, True))
         else:
-            out.append((node.target.id, ann, ast.get_source_segment(text, node.value), None))
+            kw = {k.arg: k.value for k in value.keywords}
+            if ast.unparse(value.func) != "field" or value.args or set(kw) - FIELD_KEYWORDS:
+                return None  # a call evaluated once, or a field dataclasses must handle
+            if "default" in kw and "default_factory" in kw:
+                return None
+            compare = kw.get("compare")
+            if compare is not None and not isinstance(compare, ast.Constant):
+                return None
+            src = {k: ast.get_source_segment(text, v) for k, v in kw.items()}
+            keep = compare is None or bool(compare.value)
+            out.append(Field(name, ann, src.get("default"), src.get("default_factory"), keep))
     return out
 
 
-def _methods(name: str, fields: list[tuple[str, str, str | None, str | None]], pad: str) -> str:
+def write_methods(
+    cls: ast.ClassDef, fields: list[Field], pad: str, *, with_hash: bool, with_repr: bool
+) -> str:
+    """`__init__` (fields in order, their defaults, a sentinel for a factory: None may be a
+    value; then `__post_init__` if defined), `__eq__` (same class, equal compared fields, else
+    NotImplemented) and, as asked, `__hash__` (the compared fields') and `__repr__`
+    (dataclasses' form), as `dataclasses` writes them."""
     params, body = [], []
-    for f, ann, default, factory in fields:
-        if factory is not None:  # "not given" is a sentinel: None may be a value (nullable)
-            params.append(f", {f}: _MypycAny = _MYPYC_UNSET")
-            new = "[]" if factory == "list" else f"{factory}()"
-            body.append(f"{pad}    self.{f} = {new} if {f} is _MYPYC_UNSET else {f}")
+    for f in fields:
+        if f.factory is not None:
+            params.append(f", {f.name}: _MypycAny = {UNSET}")
+            new = "[]" if f.factory == "list" else f"{f.factory}()"
+            body.append(f"{pad}    self.{f.name} = {new} if {f.name} is {UNSET} else {f.name}")
         else:
-            params.append(f", {f}: {ann}" + (f" = {default}" if default is not None else ""))
-            body.append(f"{pad}    self.{f} = {f}")
-    mine = "".join(f"self.{f}, " for f, *_ in fields)
-    theirs = "".join(f"other.{f}, " for f, *_ in fields)
-    shown = ", ".join(f"{f}={{self.{f}!r}}" for f, *_ in fields)
-    return "\n".join(
-        [
-            f"{pad}def __init__(self{''.join(params)}) -> None:",
-            *(body or [f"{pad}    pass"]),
-            "",
-            f"{pad}def __eq__(self, other: object) -> bool:",
-            f"{pad}    if other.__class__ is not self.__class__:",
-            f"{pad}        return NotImplemented",
-            f"{pad}    assert isinstance(other, {name})",
-            f"{pad}    return ({mine}) == ({theirs})",
-            "",
+            default = f" = {f.default}" if f.default is not None else ""
+            params.append(f", {f.name}: {f.ann}{default}")
+            body.append(f"{pad}    self.{f.name} = {f.name}")
+    if any(isinstance(s, ast.FunctionDef) and s.name == "__post_init__" for s in cls.body):
+        body.append(f"{pad}    self.__post_init__()")
+    compared = [f.name for f in fields if f.compare]
+    mine = "".join(f"self.{n}, " for n in compared)
+    theirs = "".join(f"other.{n}, " for n in compared)
+    lines = [
+        f"{pad}def __init__(self{''.join(params)}) -> None:",
+        *(body or [f"{pad}    pass"]),
+        "",
+        f"{pad}def __eq__(self, other: object) -> bool:",
+        f"{pad}    if not isinstance(other, {cls.name}) or other.__class__ is not self.__class__:",
+        f"{pad}        return NotImplemented",
+        f"{pad}    return ({mine}) == ({theirs})",
+        "",
+    ]
+    if with_hash:
+        lines += [f"{pad}def __hash__(self) -> int:", f"{pad}    return hash(({mine}))", ""]
+    if with_repr:
+        shown = ", ".join(f"{f.name}={{self.{f.name}!r}}" for f in fields)
+        lines += [
             f"{pad}def __repr__(self) -> str:",
             f'{pad}    return f"{{self.__class__.__qualname__}}({shown})"',
             "",
         ]
-    )
+    return "\n".join(lines)
 
 
 def add_methods(text: str) -> str:
@@ -182,13 +224,14 @@ def add_methods(text: str) -> str:
     for cls in (n for n in tree.body if _is_struct(n)):
         assert isinstance(cls, ast.ClassDef)
         deco = next(d for d in cls.decorator_list if ast.unparse(d) == STRUCT)
-        fields = _fields(cls, text)
+        fields = read_fields(cls, text, methods=STRUCT_METHODS, skip_class_vars=True)
         if fields is None:  # its type aliases would become dataclass fields: never half-done
             raise SystemExit(f"compiled_structs: cannot write the methods of {cls.name}")
         pad = " " * cls.body[0].col_offset
-        names = "".join(f'"{f}", ' for f, *_ in fields)
+        names = "".join(f'"{f.name}", ' for f in fields)
         fix = f"_mypyc_fields({cls.name}, ({names}))"
-        edits.append((cls.end_lineno or cls.lineno, 0, ["", _methods(cls.name, fields, pad), fix]))
+        written = write_methods(cls, fields, pad, with_hash=False, with_repr=True)
+        edits.append((cls.end_lineno or cls.lineno, 0, ["", written, fix]))
         edits.append((deco.lineno - 1, 1, [DECORATOR]))
     for first, n, new in sorted(edits, key=lambda e: e[0], reverse=True):
         lines[first : first + n] = new

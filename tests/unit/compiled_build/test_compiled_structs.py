@@ -142,7 +142,7 @@ def test_a_field_with_a_factory_is_fresh_when_not_given_and_may_be_given_none() 
 def test_a_field_it_cannot_write_stops_the_build() -> None:
     src = (
         "from __future__ import annotations\n\nfrom dataclasses import field\n\n"
-        "@_codec.struct\nclass M:\n    n: int = field(default=3)\n"
+        "@_codec.struct\nclass M:\n    n: int = field(init=False)\n"
     )
     with pytest.raises(SystemExit, match="cannot write the methods of M"):
         compiled_structs.transform(src)
