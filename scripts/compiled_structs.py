@@ -20,9 +20,11 @@ What the copy becomes, per module:
   away) and sets `Inner.__qualname__` to `Outer.Inner`;
 - `@_codec.struct` becomes a plain `@dataclass` with `__init__`, `__eq__` and `__repr__` written
   out as `dataclasses` would write them (a `field(default_factory=F)` parameter defaults to a
-  sentinel, and the body calls F when it was not given: None may be a value). A field this
-  cannot write (any other `field(...)`) stops the build: the dataclass's own `__init__` would
-  take the aliases as fields. Structs stay unhashable, as in the pure build (eq without frozen).
+  sentinel, and the body calls F when it was not given: None may be a value; read_fields and
+  write_methods, shared with build_compiled's `@value` classes). A field this cannot write (a
+  `field(...)` with other arguments than FIELD_KEYWORDS) stops the build: the dataclass's own
+  `__init__` would take the aliases as fields. Structs stay unhashable, as in the pure build
+  (eq without frozen).
   After each class, `_mypyc_fields` sets the dataclass's fields (and `__match_args__`) to the
   struct's: mypyc hands `dataclasses` the class variables (API_KEY, ...) and the aliases as
   annotations, so `fields()`, `replace()` and `astuple()` would see them too.
