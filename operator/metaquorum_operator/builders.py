@@ -10,8 +10,9 @@ node_config.FORMAT_SCRIPT).
 Invariants: pure and deterministic (same spec -> same dicts); every object carries the owner's
 controller ownerReference and the `metaquorum.dev/spec-hash` annotation, a hash of everything the
 operator owns in it, which the planner compares to decide whether an object is stale. The
-StatefulSet's `replicas` is not part of its hash: the planner moves it one step at a time
-(KIP-853: one voter change at a time). A config change changes the pod template (its hash is a
+StatefulSet's `replicas` is not part of its hash: the planner moves it (up to spec.replicas at
+once, the new pods joining as observers; down one pod at a time, as KIP-853 changes one voter at
+a time). A config change changes the pod template (its hash is a
 template annotation), so pods pick it up when the OnDelete roller replaces them.
 """
 

@@ -3,8 +3,9 @@
 Role: `Desired` (the parsed spec, names, owner, operator settings and user controls) renders
 the owned objects through builders.py; `objects` is the planner's rule 1 (planner.py): the
 first owned object that is missing is created, the first stale one (its spec-hash annotation
-differs from the rendered one) updated, in `ORDER`. A new StatefulSet has one replica (the
-first member bootstraps alone), or one per static voter for an adopted static quorum.
+differs from the rendered one) updated, in `ORDER`. A new StatefulSet has spec.replicas pods
+(pod 0 bootstraps alone, the others start as observers and are added one at a time), or one per
+static voter for an adopted static quorum.
 
 Invariants: pure (no IO); one Apply at most per call, in `ORDER`; an object with one of our
 names that another owner controls is never touched: `NotOwned` is raised instead.
@@ -67,10 +68,11 @@ def objects(
     """Rule 1: create the first missing owned object or update the first stale one; None when
     every one exists and is current."""
     sts = observed.statefulset
-    # a new quorum starts with one pod (it bootstraps alone); an adopted static one with a pod
-    # per static voter (no fewer can elect a leader)
+    # a new quorum starts with every pod: pod 0 bootstraps alone (--standalone), the others
+    # format --no-initial-controllers and wait as observers to be added one at a time (rule 6);
+    # an adopted static one with a pod per static voter (no fewer can elect a leader)
     static = desired.spec.static_voter_ids
-    first = max(static) + 1 if static else 1
+    first = max(static) + 1 if static else desired.spec.replicas
     manifests = desired.manifests(sts.replicas if sts else first, formed, tombstones)
     for key in ORDER:
         current = sts.obj if key == "StatefulSet" and sts is not None else observed.objects.get(key)

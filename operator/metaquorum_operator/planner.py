@@ -15,8 +15,8 @@ Rules, in order (the first that applies wins):
    through until a leader answers); with a leader and no request left, the annotation is removed
    (`EndRecovery`).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
-   are created, stale ones updated, in that order (desired.py). A new StatefulSet has one
-   replica: the first member bootstraps alone (an adopted static quorum, spec.staticVoters: one
+   are created, stale ones updated, in that order (desired.py). A new StatefulSet has every
+   pod: pod 0 bootstraps alone, the others start as observers (an adopted static quorum, spec.staticVoters: one
    per static voter); the ConfigMap records `formed` once a leader was seen (from then on a pod
    with an empty volume formats --no-initial-controllers, never --standalone).
 2. Wait while the StatefulSet controller lags. A pod whose volume the format init container
@@ -53,7 +53,8 @@ Rules, in order (the first that applies wins):
    A quorum-wide manual roll with no pod left to restart: EndManualRoll (remove the annotation).
    An image roll first checks the versions the nodes report against the skew rule
    (upgrades.skew: Refused, VersionSkew).
-10. Grow the StatefulSet one replica when every pod is a voter and spec.replicas is larger.
+10. Grow the StatefulSet to spec.replicas when every pod is a voter and spec.replicas is larger:
+   the new pods start together as observers, rule 6 adds them one at a time.
 11. Converged when the voters are exactly pods 0..replicas-1; otherwise wait.
 
 Safety (every voter change and pod deletion): never two voter changes in flight (rule 4 first);
@@ -312,12 +313,13 @@ def _quorum_rules(
         return DeletePod(p.name, why, cause)
     if rolls.roll_done(desired.controls, progress, observed):
         return EndManualRoll("manual roll done: every pod was restarted once")
-    # 10. grow one pod at a time once every pod is a voter
+    # 10. grow to the target at once when every pod is a voter: the new pods start as
+    # observers together and rule 6 adds them one at a time as each catches up
     if sts.replicas < target:
         missing = [i for i in range(sts.replicas) if i not in voter_ids]
         if missing:
             return Wait(f"pod {missing[0]} is not a voter yet")
-        return ScaleStatefulSet(sts.replicas + 1, f"scaling up toward {target} replicas")
+        return ScaleStatefulSet(target, f"scaling up to {target} replicas")
     # 11. converged
     missing = [i for i in range(target) if i not in voter_ids]
     if missing:

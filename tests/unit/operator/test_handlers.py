@@ -50,7 +50,8 @@ def test_first_run_creates_every_object_and_describes_after_every_action() -> No
     # pod 0 formed the quorum alone: from then on no empty volume formats --standalone
     assert [a.manifest["data"]["bootstrap"] for a in applied[5:]] == ["join"]
     assert isinstance(result.action, Wait)
-    assert result.observed.statefulset is not None and result.observed.statefulset.replicas == 1
+    # every pod of a new quorum starts at once; the others wait as observers to be added
+    assert result.observed.statefulset is not None and result.observed.statefulset.replicas == 3
     assert quorum.describes == len(done) + 1  # the quorum is observed again after each action
 
 

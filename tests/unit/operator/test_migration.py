@@ -103,9 +103,10 @@ def test_a_refused_upgrade_is_retried_not_skipped() -> None:
 
 
 def test_an_adopted_static_quorum_starts_a_pod_per_static_voter() -> None:
-    # one pod of a three-voter static quorum could never elect a leader
+    # one pod of a three-voter static quorum could never elect a leader; a new dynamic quorum
+    # starts every pod (pod 0 bootstraps alone, the others wait as observers)
     voters = ",".join(f"{i}@q-{i}.q-headless.ns.svc.cluster.local:9093" for i in range(3))
-    for spec_voters, first in ((None, 1), (voters, 3)):
+    for spec_voters, first in ((None, 5), (voters, 3)):
         d = desired(5, static_voters=spec_voters)
         objects: dict[str, ObservedObject | None] = {}
         for _ in range(len(planner.ORDER)):

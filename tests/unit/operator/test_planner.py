@@ -91,8 +91,10 @@ def test_a_new_quorum_bootstraps_from_one_standalone_member_and_adds_the_others(
     world = World()
     d = Driver(world)
     d.until(desired(3))
+    # every pod starts at once: pod 0 formats --standalone, the others join as observers
     sts = next(a for a in d.actions if isinstance(a, Apply) and a.key == "StatefulSet")
-    assert sts.manifest["spec"]["replicas"] == 1
+    assert sts.manifest["spec"]["replicas"] == 3
+    assert not any(isinstance(a, ScaleStatefulSet) for a in d.actions)
     cm = [a for a in d.actions if isinstance(a, Apply) and a.key == "ConfigMap"]
     assert cm[0].manifest["data"]["bootstrap"] == "standalone"
     assert cm[-1].manifest["data"]["bootstrap"] == "join"  # once a leader was seen
@@ -103,18 +105,19 @@ def test_a_new_quorum_bootstraps_from_one_standalone_member_and_adds_the_others(
     assert isinstance(d.run(desired(3)), Converged) and len(d.actions) == n
 
 
-def test_scale_up_one_voter_at_a_time_then_down_highest_first_leader_last() -> None:
+def test_scale_up_starts_the_pods_together_adds_one_voter_at_a_time_down_leader_last() -> None:
     world = World()
     d = Driver(world)
     d.until(desired(3))
     d.actions.clear()
     d.until(desired(5))
     assert voter_changes(d.actions) == [("add", 3), ("add", 4)]
+    # the new pods start together as observers; the voters are added one at a time, the
+    # second only once the first change is committed
     scales = [a.replicas for a in d.actions if isinstance(a, ScaleStatefulSet)]
-    assert scales == [4, 5]
-    # every scale-up waits for the previous member to be a voter
+    assert scales == [5]
     order = [type(a).__name__ for a in d.actions if isinstance(a, (AddVoter, ScaleStatefulSet))]
-    assert order == ["ScaleStatefulSet", "AddVoter", "ScaleStatefulSet", "AddVoter"]
+    assert order == ["ScaleStatefulSet", "AddVoter", "AddVoter"]
     converged(world, desired(5))
     # down to 3 with the leader on pod 4: pod 3 goes first, the leader last
     world.leader = 4
