@@ -16,9 +16,10 @@ Rules, in order (the first that applies wins):
    (`EndRecovery`).
 1. Owned objects (ConfigMap, headless Service, client Service, PDB, StatefulSet) that are missing
    are created, stale ones updated, in that order (desired.py). A new StatefulSet has every
-   pod: pod 0 bootstraps alone, the others start as observers (an adopted static quorum, spec.staticVoters: one
-   per static voter); the ConfigMap records `formed` once a leader was seen (from then on a pod
-   with an empty volume formats --no-initial-controllers, never --standalone).
+   pod: pod 0 bootstraps alone, the others start as observers (an adopted static quorum,
+   spec.staticVoters: one per static voter); the ConfigMap records `formed` once a leader was
+   seen (from then on a pod with an empty volume formats --no-initial-controllers, never
+   --standalone).
 2. Wait while the StatefulSet controller lags. A pod whose volume the format init container
    refused stops everything: Refused (Degraded).
    Upgrades (upgrades.py): the one pod down, failing on an old revision of the pod template

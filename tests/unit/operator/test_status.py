@@ -218,12 +218,12 @@ def test_ready_voters_and_the_operation_fill_the_printer_columns() -> None:
 
 
 def test_paused_sets_the_condition_phase_and_operation_and_says_what_waits() -> None:
-    held = ScaleStatefulSet(4, "scaling up toward 5 replicas")
+    held = ScaleStatefulSet(5, "scaling up to 5 replicas")
     s = status(Paused(held), quorum=HEALTHY, now="T1")
     paused = cond(s, "ReconciliationPaused")
     assert (paused["status"], paused["reason"]) == ("True", "PausedByAnnotation")
     assert 'metaquorum.dev/pause-reconciliation="true"' in paused["message"]
-    assert "on resume: scaling up toward 5 replicas" in paused["message"]
+    assert "on resume: scaling up to 5 replicas" in paused["message"]
     assert cond(s, "Progressing")["status"] == "False"
     assert cond(s, "Progressing")["reason"] == "ReconciliationPaused"
     assert (s["phase"], s["operation"]) == ("Paused", "Paused")
