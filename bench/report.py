@@ -247,6 +247,15 @@ def _failover(res: dict[str, Any], stem: Path, md: list[str]) -> None:
         f"p99 {ratio(o.get('p99_ms'), e.get('p99_ms'))}.",
         "",
     ]
+    slow = [(c, x) for c, r in fo.items() for x in r.get("slow") or []]
+    if slow:  # bench/workloads.py keeps every node's log from the kill on
+        md += ["Slow failovers (over 3 s), with the nodes' logs from the kill on:", ""]
+        md += [
+            f"- {c}: {'never finished' if x['ms'] is None else fmt(x['ms'], 0) + ' ms'}, "
+            f"`{x['logs']}`"
+            for c, x in slow
+        ]
+        md.append("")
     cases = [(c, r["values_ms"]) for c, r in fo.items() if r.get("values_ms")]
     if cases:
         fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -144,21 +144,42 @@ def failover_ours(c: OursCluster, kills: int, graceful: bool, progress: Progress
     what = "SIGTERM" if graceful else "SIGKILL"
     times: list[float] = []
     failures = 0
+    slow: list[dict[str, Any]] = []
     for k in range(kills):
         progress.show(f"ours: {what} of the leader {k + 1}/{kills}")
         leader, epoch = c.leader()
         time.sleep(0.5)  # under load for a moment in this epoch
+        marks = {i: n.log_path.stat().st_size for i, n in c.quorum.nodes.items()}
         t = c.terminate(leader) if graceful else c.kill(leader)
         done = asyncio.run(c.wait_new_epoch_commit(epoch, leader))
         if done is None:
             failures += 1
         else:
             times.append((done - t) * 1000)
+        if done is None or done - t > SLOW_FAILOVER_S:
+            slow.append(_keep_logs(c, marks, f"{what.lower()}-{k}", done, t))
         if graceful:
             c.wait_exit(leader, 15)
         c.restart(leader)
         asyncio.run(c.wait_caught_up(leader))
-    return {"signal": what, "failures": failures, **summarize_times(times)}
+    return {"signal": what, "failures": failures, "slow": slow, **summarize_times(times)}
+
+
+# A failover slower than this keeps every node's log from the kill on (the bench's work dir), so
+# a rare slow election can be read afterwards: ours takes ~2.02 s (the 2 s fetch timeout).
+SLOW_FAILOVER_S = 3.0
+
+
+def _keep_logs(
+    c: OursCluster, marks: dict[int, int], name: str, done: float | None, t: float
+) -> dict[str, Any]:
+    out = c.quorum.base / f"slow-failover-{name}"
+    out.mkdir(parents=True, exist_ok=True)
+    for i, n in c.quorum.nodes.items():
+        with n.log_path.open("rb") as f:
+            f.seek(marks.get(i, 0))
+            (out / f"node-{i}.log").write_bytes(f.read())
+    return {"ms": None if done is None else round((done - t) * 1000, 1), "logs": str(out)}
 
 
 def failover_kafka(c: TestRaftCluster, kills: int, progress: Progress) -> dict[str, Any]:
