@@ -56,8 +56,8 @@ def sample(pid: int) -> Sample:
 def run_point(rate: int, seconds: float, plain: bool, base: Path) -> list[str]:
     extra = {"metaquorum.append.linger.adaptive": "false"} if plain else None
     c = OursCluster(base / f"cycle-{rate}-{int(plain)}", extra, perf_test=(rate, 100))
-    c.start()
     try:
+        c.start()
         leader, epoch = c.leader()
         time.sleep(3)  # past start-up
         pids = c.pids()
