@@ -271,3 +271,24 @@ def test_a_leader_that_does_not_resign_is_waited_for_then_rolled_anyway() -> Non
     d.until(want)
     assert [a.name for a in d.actions if isinstance(a, DeletePod)][-1] == "q-0"
     assert len(world.resigns) == 1
+
+
+def test_a_statefulset_deleted_under_a_formed_quorum_comes_back_with_every_pod() -> None:
+    # e.g. `kubectl delete statefulset --cascade=orphan` then the pods: the PVCs stay. With one
+    # pod at a time, pod 0 alone (one of three voters) could never elect a leader and nothing
+    # after rule 3 would run; with every pod back the voters are the same, no change is made.
+    world = World()
+    d = Driver(world)
+    d.until(desired(3))
+    voters = dict(world.voters)
+    del world.objects["StatefulSet"]
+    world.replicas = None
+    world.pods.clear()
+    world.leader = -1
+    d.actions.clear()
+    d.until(desired(3))
+    assert world.voters == voters  # the same directory ids: nothing re-added or replaced
+    assert voter_changes(d.actions) == []
+    sts = [a for a in d.actions if isinstance(a, Apply) and a.key == "StatefulSet"]
+    assert [a.manifest["spec"]["replicas"] for a in sts] == [3]
+    converged(world, desired(3))
