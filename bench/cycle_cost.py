@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.common import stat_times
 from bench.peers.ours import OursCluster
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -39,14 +37,8 @@ class Sample:
 
 def parse_sample(stat: str, io: str) -> Sample:
     """One process's counters from the text of /proc/<pid>/stat and /proc/<pid>/io."""
-    fields = stat.rsplit(")", 1)[1].split()
     counters = dict(line.split(": ", 1) for line in io.splitlines() if ": " in line)
-    return Sample(
-        int(fields[11]) / TICKS,  # utime (field 14 of stat; fields[0] is field 3)
-        int(fields[12]) / TICKS,  # stime
-        int(counters["syscr"]),
-        int(counters["syscw"]),
-    )
+    return Sample(*stat_times(stat), int(counters["syscr"]), int(counters["syscw"]))
 
 
 def sample(pid: int) -> Sample:

@@ -30,6 +30,7 @@ from bench.bars import (
     saturation_rate,
     system_rows,
 )
+from bench.common import SLOW_FAILOVER_S
 
 NAMES = {"ours": "metaquorum (ours)", "etcd": "etcd 3.6.16", "kafka": "Kafka 4.3.1 TestRaftServer"}
 NAMES["pysyncobj"] = "PySyncObj 0.3.17 (no fsync)"
@@ -249,7 +250,10 @@ def _failover(res: dict[str, Any], stem: Path, md: list[str]) -> None:
     ]
     slow = [(c, x) for c, r in fo.items() for x in r.get("slow") or []]
     if slow:  # bench/workloads.py keeps every node's log from the kill on
-        md += ["Slow failovers (over 3 s), with the nodes' logs from the kill on:", ""]
+        md += [
+            f"Slow failovers (over {SLOW_FAILOVER_S:g} s), the nodes' logs from the kill on:",
+            "",
+        ]
         md += [
             f"- {c}: {'never finished' if x['ms'] is None else fmt(x['ms'], 0) + ' ms'}, "
             f"`{x['logs']}`"

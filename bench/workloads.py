@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Progress, goload_binary, summarize_times
+from bench.common import SLOW_FAILOVER_S, Progress, goload_binary, summarize_times
 from bench.peers.etcd import EtcdCluster
 from bench.peers.kafka import TestRaftCluster
 from bench.peers.ours import OursCluster, produce_frame
@@ -163,11 +163,6 @@ def failover_ours(c: OursCluster, kills: int, graceful: bool, progress: Progress
         c.restart(leader)
         asyncio.run(c.wait_caught_up(leader))
     return {"signal": what, "failures": failures, "slow": slow, **summarize_times(times)}
-
-
-# A failover slower than this keeps every node's log from the kill on (the bench's work dir), so
-# a rare slow election can be read afterwards: ours takes ~2.02 s (the 2 s fetch timeout).
-SLOW_FAILOVER_S = 3.0
 
 
 def _keep_logs(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench.cycle_cost import TICKS, parse_sample, sample
+from bench.common import CLK_TCK as TICKS
+from bench.cycle_cost import parse_sample, sample
 
 # A /proc/<pid>/stat line whose comm holds a ") " and spaces (the parser splits after the last ")")
 STAT = "4242 (py) (x y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 7 0 9 0 0"

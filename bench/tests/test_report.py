@@ -71,6 +71,7 @@ def test_report_has_ratios_bars_and_errors(tmp_path: Path) -> None:
     assert "the floor (fsync p50 + loopback RTT p50) | not measured | n/a |" in text
     assert "ours 2,500 ms vs Kafka 3,000 ms = 0.833x | NO |" in text  # the bar is 0.536x
     assert "error: RuntimeError: boom" in text
+    assert "Slow failovers (over 3 s)" in text
     assert "- ours_sigkill: 5,494 ms, `/w/slow-failover-sigkill-1`" in text
     assert (tmp_path / "run-quick-x-throughput.png").stat().st_size > 0
 
