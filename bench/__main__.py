@@ -193,7 +193,9 @@ def run(cfg: dict[str, Any], systems: list[str], work: Path, out: Path, mode: st
             _guard(
                 box,
                 "r",
-                partial(_perf_one, name, rate, cfg=cfg, work=work, res=res, progress=progress),
+                partial(
+                    _perf_one, name, rate, cfg=cfg, work=work, out=out, res=res, progress=progress
+                ),
             )
             rows.append(box["r"])
 
@@ -226,10 +228,14 @@ def _perf_one(
     *,
     cfg: dict[str, Any],
     work: Path,
+    out: Path,
     res: dict[str, Any],
     progress: Progress,
 ) -> dict[str, Any]:
-    """One offered rate; at the failover rate the same cluster then takes the leader kills."""
+    """One offered rate; at the failover rate the same cluster then takes the leader kills
+    (a slow one's logs are kept in `out`, beside the report: the next run wipes `work`)."""
+    started = str(res["meta"]["started_utc"]).replace("-", "").replace(":", "")
+    keep = out / f"slow-failovers-{started}"
     base = work / f"{name}-perf-{rate}"
     c: OursCluster | TestRaftCluster
     if name == "kafka":
@@ -247,13 +253,13 @@ def _perf_one(
                 _guard(
                     res["failover"],
                     "ours_sigkill",
-                    lambda: failover_ours(c, cfg["kills"], False, progress),
+                    lambda: failover_ours(c, cfg["kills"], False, progress, keep),
                 )
                 progress.advance("ours: SIGTERM failover")
                 _guard(
                     res["failover"],
                     "ours_sigterm",
-                    lambda: failover_ours(c, cfg["kills"], True, progress),
+                    lambda: failover_ours(c, cfg["kills"], True, progress, keep),
                 )
             else:
                 progress.advance("kafka: SIGKILL failover")

@@ -140,7 +140,11 @@ def perf_rate(
     }
 
 
-def failover_ours(c: OursCluster, kills: int, graceful: bool, progress: Progress) -> dict[str, Any]:
+def failover_ours(
+    c: OursCluster, kills: int, graceful: bool, progress: Progress, keep: Path
+) -> dict[str, Any]:
+    """`kills` leader kills; a slow or failed failover keeps the nodes' logs in `keep` (the
+    bench's output directory: the work directory is wiped by the next run)."""
     what = "SIGTERM" if graceful else "SIGKILL"
     times: list[float] = []
     failures = 0
@@ -157,7 +161,7 @@ def failover_ours(c: OursCluster, kills: int, graceful: bool, progress: Progress
         else:
             times.append((done - t) * 1000)
         if done is None or done - t > SLOW_FAILOVER_S:
-            slow.append(_keep_logs(c, marks, f"{what.lower()}-{k}", done, t))
+            slow.append(_keep_logs(c, marks, keep / f"{what.lower()}-{k}", done, t))
         if graceful:
             c.wait_exit(leader, 15)
         c.restart(leader)
@@ -166,9 +170,8 @@ def failover_ours(c: OursCluster, kills: int, graceful: bool, progress: Progress
 
 
 def _keep_logs(
-    c: OursCluster, marks: dict[int, int], name: str, done: float | None, t: float
+    c: OursCluster, marks: dict[int, int], out: Path, done: float | None, t: float
 ) -> dict[str, Any]:
-    out = c.quorum.base / f"slow-failover-{name}"
     out.mkdir(parents=True, exist_ok=True)
     for i, n in c.quorum.nodes.items():
         with n.log_path.open("rb") as f:
