@@ -124,10 +124,13 @@ def handle_vote_request(ctx: RaftContext, event: RequestReceived) -> None:
     st = ctx.state
     if pre_vote and isinstance(st, ProspectiveState | CandidateState):
         granted = granted and (theirs > ours or candidate.id < ctx.local.id)
-        if isinstance(st, ProspectiveState) and candidate.id in st.tally.rejected:
-            # It rejected our pre-vote while it still followed; it campaigns now: ask again.
-            st = replace(st, tally=st.tally.forget(candidate.id))
-            ctx.update_state(st)
+        if isinstance(st, ProspectiveState):
+            # It campaigns too: its rejection of our pre-vote, given while it still followed,
+            # is asked again once (vote_tally.py, split-vote avoidance).
+            tally = st.tally.campaign_seen(candidate.id)
+            if tally is not st.tally:
+                st = replace(st, tally=tally)
+                ctx.update_state(st)
     if granted and not pre_vote and isinstance(st, UnattachedState) and st.voted_key is None:
         # Kafka's `unattachedAddVotedState`; durable before the reply (PersistElectionState).
         ctx.transition_to(

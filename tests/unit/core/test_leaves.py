@@ -79,6 +79,41 @@ def test_vote_tally_against_oracle(voters, answers):
     assert not (t.is_granted and t.is_rejected)
 
 
+@given(
+    st.sets(st.integers(0, 4), min_size=1),
+    st.lists(st.tuples(st.sampled_from(["yes", "no", "campaign"]), st.integers(0, 5))),
+)
+def test_vote_tally_asks_a_campaigning_voter_again_at_most_once(voters, events):
+    """Split-vote avoidance (vote_tally.py): whatever the order of a voter's answers and its own
+    campaign, one rejection of a campaigning voter is not counted (it is asked again), never two;
+    a voter that never campaigns is counted as by `record` alone; a grant is never lost."""
+    voters = frozenset(voters)
+    local = min(voters)
+    t = VoteTally.start(voters, local)
+    plain = VoteTally.start(voters, local)
+    uncounted = {v: 0 for v in voters}
+    for kind, v in events:
+        before = t
+        if kind == "campaign":
+            t = t.campaign_seen(v)
+            if v in before.rejected and v not in t.rejected:
+                uncounted[v] += 1
+        else:
+            t = t.record(v, kind == "yes")
+            if v not in voters or v in before.granted or v in before.rejected:
+                assert t == before  # a voter's first answer only, as `record` always did
+            elif kind == "no" and v not in t.rejected:
+                uncounted[v] += 1
+            if v not in t.campaigning:
+                plain = plain.record(v, kind == "yes")
+        assert before.granted <= t.granted and not (t.granted & t.rejected)
+        assert all(n <= 1 for n in uncounted.values())
+        assert uncounted == {v: int(v in t.asked_again) for v in voters}
+        quiet = voters - t.campaigning
+        assert t.granted & quiet == plain.granted & quiet
+        assert t.rejected & quiet == plain.rejected & quiet
+
+
 def test_request_manager_backoff_timeout_and_stale_responses():
     rm = RequestManager(request_timeout_ms=100, retry_backoff_ms=20)
     assert rm.is_ready(2, 0)
