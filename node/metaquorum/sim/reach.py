@@ -20,7 +20,13 @@ from metaquorum.core import effects as fx
 from metaquorum.core import events as ev
 from metaquorum.core.log import EntryKind
 from metaquorum.core.node import RaftNode
-from metaquorum.core.states import ElectionState, EpochState, LeaderState, ResignedState
+from metaquorum.core.states import (
+    ElectionState,
+    EpochState,
+    LeaderState,
+    ProspectiveState,
+    ResignedState,
+)
 from metaquorum.protocol import messages as msgs
 
 RPCS = (
@@ -42,6 +48,7 @@ PATHS = (
     "vote-refused",
     "pre-vote-granted",
     "pre-vote-refused",
+    "pre-vote-asked-again",
     "truncate-on-divergence",
     "snapshot-written",
     "snapshot-installed",
@@ -159,6 +166,12 @@ class Reach:
                 assert isinstance(eff, fx.SendRequest)
                 if type(eff.message) is msgs.UpdateRaftVoterRequestData:
                     self.hit("update-voter-sent")
+                elif (
+                    isinstance(before, ProspectiveState)
+                    and isinstance(after, ProspectiveState)
+                    and eff.destination in after.tally.asked_again - before.tally.asked_again
+                ):
+                    self.hit("pre-vote-asked-again")  # split-vote avoidance (vote_tally.py)
             else:
                 assert isinstance(eff, fx.KRaftVersionUpgrade)
                 self.hit("kraft-upgrade-asked")
