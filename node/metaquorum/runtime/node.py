@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from collections.abc import Awaitable
@@ -264,6 +265,11 @@ async def serve(runtime: NodeRuntime) -> int:
     failure, `EXIT_STORAGE_FAILURE` after a storage failure (fail-stop, no graceful hand-over)."""
     runtime.install_signal_handlers()
     await runtime.start()
+    # The start-up objects (modules, classes, functions, configs) move to CPython's permanent
+    # generation, so a full collection walks only what the running node allocates: ~55k of
+    # them made every full collection 18-37 ms (every ~5 s at 20,000 records/s; round 14).
+    gc.collect()
+    gc.freeze()
     driver_task = runtime.driver._task
     stop = asyncio.create_task(runtime.stop_requested.wait())
     waiters: list[asyncio.Future[Any]] = [stop]

@@ -211,8 +211,9 @@ class Reach:
         first = max(self.committed_scanned, log.start_offset)
         if hw <= first:
             return
-        entries = log.entries()
-        base = log.start_offset
+        last = min(hw, log.end_offset)
+        base = max(first - 1, log.start_offset)  # the entry before `first` is looked at too
+        entries = log.read(base, last - base) if last > base else []
         for o in range(first, min(hw, log.end_offset)):
             e = entries[o - base]
             if e.kind is EntryKind.KRAFT_VERSION:
