@@ -21,8 +21,10 @@ with one `LogEntry` per record a node at 20,000 records/s held ~200k tracked obj
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from enum import Enum
+from operator import itemgetter
 from typing import Protocol
 
 from metaquorum.core.ids import OffsetAndEpoch
@@ -170,19 +172,17 @@ class RaftLog:
     def epoch_starts(self) -> Sequence[tuple[int, int]]:
         return tuple(self._epoch_starts)
 
+    def _epoch_index(self, offset: int) -> int:
+        """Index in `_epoch_starts` of the epoch holding `offset` (which must be in the log)."""
+        starts = self._epoch_starts
+        last = len(starts) - 1
+        if starts[last][1] <= offset:  # the common case: the newest epoch
+            return last
+        return bisect_right(starts, offset, key=itemgetter(1)) - 1
+
     def epoch_at(self, offset: int) -> int:
         """The epoch of the entry at `offset` (which must be in the log)."""
-        starts = self._epoch_starts
-        lo, hi = 0, len(starts)
-        if hi and starts[hi - 1][1] <= offset:
-            return starts[hi - 1][0]
-        while hi - lo > 1:  # the last start <= offset, by bisection
-            mid = (lo + hi) // 2
-            if starts[mid][1] <= offset:
-                lo = mid
-            else:
-                hi = mid
-        return starts[lo][0]
+        return self._epoch_starts[self._epoch_index(offset)][0]
 
     def entry(self, offset: int) -> LogEntry:
         if not self.start_offset <= offset < self.end_offset:
@@ -202,9 +202,7 @@ class RaftLog:
             return out
         starts = self._epoch_starts
         # Walk the epochs alongside: `i` indexes the epoch of `first`, `bound` is where it ends.
-        i = len(starts) - 1
-        while starts[i][1] > first:
-            i -= 1
+        i = self._epoch_index(first)
         epoch = starts[i][0]
         bound = starts[i + 1][1] if i + 1 < len(starts) else self.end_offset
         o = first

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 
 from hypothesis import given
 from hypothesis import strategies as st
 from metaquorum.core.ids import OffsetAndEpoch
-from metaquorum.core.log import LogEntry, RaftLog, Snapshot, ValidationKind
+from metaquorum.core.log import (
+    LogEntry,
+    RaftLog,
+    Snapshot,
+    ValidationKind,
+    leader_change_message,
+)
 
 epoch_runs = st.lists(st.integers(1, 4), max_size=25).map(sorted)
 
@@ -163,16 +170,12 @@ def test_entries_read_back_as_appended_across_epochs_truncations_and_prefix_dele
 
 
 def leader_change_entry(offset: int, epoch: int) -> LogEntry:
-    from metaquorum.core.log import leader_change_message
-
     return LogEntry.of_control(offset, epoch, leader_change_message(1, [1, 2, 3], [1]))
 
 
 def test_data_entries_add_no_gc_tracked_object_to_the_log() -> None:
     """A long log must not lengthen the cyclic GC's full collections (50-150 ms pauses every
     few seconds at 20,000 records/s when each entry stayed a LogEntry object)."""
-    import gc
-
     log = RaftLog()
     gc.collect()
     before = len(gc.get_objects())

@@ -13,11 +13,9 @@ from metaquorum.protocol.api_keys import ApiKeys
 from metaquorum.protocol.messages import DescribeQuorumRequestData, DescribeQuorumResponseData
 from metaquorum.protocol.types import Uuid
 from metaquorum.runtime.config import config_from_properties
-from metaquorum.runtime.local_quorum import free_ports
 from metaquorum.runtime.node import NodeRuntime
-from metaquorum.storage.formatter import ServerConfig, format_storage
 
-CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+from tests.support.standalone_node import format_standalone
 
 
 async def wait_for_async(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -37,19 +35,7 @@ def _request() -> DescribeQuorumRequestData:
 async def test_standalone_node_leads_from_its_checkpoint_and_describes_every_version(
     tmp_path: Path,
 ) -> None:
-    (port,) = free_ports(1)
-    props = {
-        "process.roles": "controller",
-        "node.id": "1",
-        "controller.listener.names": "CONTROLLER",
-        "listeners": f"CONTROLLER://127.0.0.1:{port}",
-        "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
-        "metadata.log.dir": str(tmp_path / "meta"),
-    }
-    cfg = tmp_path / "server.properties"
-    cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    result = format_storage(ServerConfig.load(cfg), CLUSTER, standalone=True)
-    directory_id = result.directory_ids[tmp_path / "meta"]
+    props, port, directory_id = format_standalone(tmp_path)
     assert directory_id != Uuid.ZERO
     runtime = NodeRuntime(config_from_properties(props), fsync=False)
     await runtime.start()

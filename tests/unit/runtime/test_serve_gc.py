@@ -9,28 +9,15 @@ import gc
 from pathlib import Path
 
 from metaquorum.runtime.config import config_from_properties
-from metaquorum.runtime.local_quorum import free_ports
 from metaquorum.runtime.node import NodeRuntime, serve
-from metaquorum.storage.formatter import ServerConfig, format_storage
 
-CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+from tests.support.standalone_node import format_standalone
 
 
 async def test_serve_freezes_the_start_up_objects_and_a_full_collection_skips_them(
     tmp_path: Path,
 ) -> None:
-    (port,) = free_ports(1)
-    props = {
-        "process.roles": "controller",
-        "node.id": "1",
-        "controller.listener.names": "CONTROLLER",
-        "listeners": f"CONTROLLER://127.0.0.1:{port}",
-        "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
-        "metadata.log.dir": str(tmp_path / "meta"),
-    }
-    cfg = tmp_path / "server.properties"
-    cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    format_storage(ServerConfig.load(cfg), CLUSTER, standalone=True)
+    props, _, _ = format_standalone(tmp_path)
     gc.unfreeze()
     runtime = NodeRuntime(config_from_properties(props), fsync=False)
     task = asyncio.create_task(serve(runtime))
